@@ -1,0 +1,1 @@
+"""pingback-guard: every solved CAPTCHA result lands in DynamoDB exactly once."""

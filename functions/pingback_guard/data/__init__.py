@@ -1,0 +1,1 @@
+"""Task storage: the TaskStore interface and the DynamoDB implementation."""

@@ -1,0 +1,36 @@
+"""The interface every piece of logic uses to read and write tasks."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from pingback_guard.domain.task import (
+    DueTask,
+    NewTask,
+    StoreOutcome,
+    SubmissionOutcome,
+    Task,
+    TaskResult,
+)
+
+
+class TaskStore(Protocol):
+    def record_submission(self, task: NewTask) -> SubmissionOutcome:
+        """Record a PENDING task; never clobbers a result a callback stored first."""
+
+    def record_result(self, result: TaskResult) -> StoreOutcome:
+        """First solution wins; works for a task the table does not know yet."""
+
+    def record_failure(self, result: TaskResult) -> StoreOutcome:
+        """Mark FAILED with the provider's error, unless a solution is already stored."""
+
+    def mark_expired(self, task_id: str, now: float) -> bool:
+        """PENDING -> EXPIRED; False when the task was no longer PENDING."""
+
+    def reschedule_poll(self, task_id: str, due_at: float, poll_attempts: int) -> bool:
+        """Move a PENDING task's next poll; False when it was no longer PENDING."""
+
+    def get(self, task_id: str) -> Task | None: ...
+
+    def due_tasks(self, now: float, limit: int) -> list[DueTask]:
+        """PENDING tasks due at or before ``now``, at most ``limit``, never by Scan."""

@@ -1,0 +1,1 @@
+"""The task model, its lifecycle and the domain's exceptions. No I/O here."""

@@ -1,0 +1,101 @@
+"""Submit rules: what a worker may ask for, and never a provider task unknown to the table."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping
+from urllib.parse import urlsplit
+
+from pingback_guard.data.store import TaskStore
+from pingback_guard.domain.errors import StoreUnavailableError, TaskNotRecordedError
+from pingback_guard.domain.task import (
+    REQUEST_EXTRA_FIELDS,
+    SUPPORTED_METHODS,
+    CaptchaRequest,
+    NewTask,
+)
+from pingback_guard.provider.client import ProviderClient
+
+SITEKEY_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+MAX_PAGE_URL_LENGTH = 2048
+MAX_EXTRA_VALUE_LENGTH = 4096
+RECORD_ATTEMPTS = 4
+
+
+class InvalidSubmissionError(ValueError):
+    """A worker's submit request that cannot be sent to the provider."""
+
+
+def parse_submission(document: object) -> CaptchaRequest:
+    if not isinstance(document, Mapping):
+        raise InvalidSubmissionError("body must be a JSON object")
+    method = document.get("method", "userrecaptcha")
+    if method not in SUPPORTED_METHODS:
+        raise InvalidSubmissionError(f"method must be one of {sorted(SUPPORTED_METHODS)}")
+    sitekey = document.get("sitekey")
+    if not isinstance(sitekey, str) or not SITEKEY_PATTERN.fullmatch(sitekey):
+        raise InvalidSubmissionError("sitekey must be 1-128 characters [A-Za-z0-9_.-]")
+    page_url = document.get("page_url")
+    if not isinstance(page_url, str) or not _is_http_url(page_url):
+        raise InvalidSubmissionError("page_url must be an http(s) URL")
+    return CaptchaRequest(method, sitekey, page_url, _extras(document.get("extras", {})))
+
+
+def _is_http_url(value: str) -> bool:
+    parts = urlsplit(value)
+    return (
+        len(value) <= MAX_PAGE_URL_LENGTH
+        and parts.scheme in {"http", "https"}
+        and bool(parts.netloc)
+    )
+
+
+def _extras(raw: object) -> dict[str, str]:
+    if not isinstance(raw, Mapping):
+        raise InvalidSubmissionError("extras must be an object")
+    unknown = set(raw) - REQUEST_EXTRA_FIELDS
+    if unknown:
+        raise InvalidSubmissionError(f"extras not supported: {sorted(map(str, unknown))}")
+    extras: dict[str, str] = {}
+    for key, value in raw.items():
+        text = str(int(value)) if isinstance(value, bool) else str(value)
+        if not isinstance(value, str | int | float) or len(text) > MAX_EXTRA_VALUE_LENGTH:
+            raise InvalidSubmissionError(f"extras.{key} must be a short string or number")
+        extras[str(key)] = text
+    return extras
+
+
+def pingback_url(public_base_url: str, secret: str) -> str:
+    return f"{public_base_url.rstrip('/')}/callback/{secret}"
+
+
+class SubmitService:
+    def __init__(
+        self,
+        store: TaskStore,
+        provider: ProviderClient,
+        callback_timeout_seconds: float,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._store = store
+        self._provider = provider
+        self._callback_timeout = callback_timeout_seconds
+        self._clock = clock
+        self._sleep = sleep
+
+    def submit(self, request: CaptchaRequest, callback_url: str) -> NewTask:
+        """Provider first (it names the task), then PENDING; retried hard, or a loud error."""
+        task_id = self._provider.submit(request, callback_url)
+        submitted_at = self._clock()
+        task = NewTask(task_id, request, submitted_at, submitted_at + self._callback_timeout)
+        for attempt in range(RECORD_ATTEMPTS):
+            try:
+                self._store.record_submission(task)
+            except StoreUnavailableError:
+                if attempt + 1 < RECORD_ATTEMPTS:
+                    self._sleep(0.1 * 2**attempt)
+                continue
+            return task
+        raise TaskNotRecordedError(task_id)

@@ -1,0 +1,1 @@
+"""The CAPTCHA provider: the ProviderClient interface and the CaptchaAI (2captcha) client."""

@@ -1,0 +1,228 @@
+"""The only code that speaks in.php / res.php (CaptchaAI, 2captcha and compatibles).
+
+Every call has a connect and a read timeout. Only requests that cannot create a second task are
+retried: res.php reads, and in.php when the connection was never made or the provider said it had
+no free slot. The API key goes in form bodies and query strings only, never in a message: errors
+from requests carry the URL (and so the key), so they are replaced, not chained.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+from pingback_guard.domain.errors import (
+    ProviderAccountError,
+    ProviderRejectedError,
+    ProviderRetryableError,
+)
+from pingback_guard.domain.task import REQUEST_EXTRA_FIELDS, CaptchaRequest, normalise_task_id
+from pingback_guard.provider.answers import AnswerKind, ProviderAnswer, classify
+
+PLAIN_CODE = re.compile(r"[A-Z0-9_: ]{1,64}")
+
+USER_AGENT = "pingback-guard/0.1"
+SITEKEY_FIELD = {"userrecaptcha": "googlekey"}
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 3
+    backoff_seconds: float = 0.5
+    max_backoff_seconds: float = 4.0
+
+    def delay(self, attempt: int, rng: random.Random) -> float:
+        """Full jitter: a random wait up to the exponential bound."""
+        bound = min(self.max_backoff_seconds, self.backoff_seconds * 2**attempt)
+        return rng.uniform(0, bound)
+
+
+class CaptchaAiClient:
+    def __init__(
+        self,
+        base_url: str,
+        api_key_source: Callable[[], str],
+        *,
+        batch_ids: bool = True,
+        batch_size: int = 100,
+        timeout: tuple[float, float] = (3.05, 10.0),
+        retry: RetryPolicy | None = None,
+        session: requests.Session | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._base_url = base_url.rstrip("/")
+        self._api_key = api_key_source
+        self._batch_ids = batch_ids
+        self._batch_size = batch_size
+        self._timeout = timeout
+        self._retry = retry or RetryPolicy()
+        self._session = session or requests.Session()
+        self._session.headers["User-Agent"] = USER_AGENT
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+
+    def submit(self, request: CaptchaRequest, pingback_url: str) -> str:
+        form = {
+            "key": self._api_key(),
+            "method": request.method,
+            SITEKEY_FIELD.get(request.method, "sitekey"): request.sitekey,
+            "pageurl": request.page_url,
+            "pingback": pingback_url,
+            "json": "1",
+        }
+        form.update({k: v for k, v in request.extras.items() if k in REQUEST_EXTRA_FIELDS})
+        for attempt in range(self._retry.attempts):
+            try:
+                status, answer = self._exchange("POST", "in.php", form)
+            except ProviderRetryableError as error:
+                if not error.resend_is_safe or attempt + 1 >= self._retry.attempts:
+                    raise
+                self._sleep(self._retry.delay(attempt, self._rng))
+                continue
+            if status == 1:
+                return self._task_id_from(answer)
+            verdict = classify(str(answer))
+            if verdict.kind is AnswerKind.RETRYABLE and attempt + 1 < self._retry.attempts:
+                self._sleep(self._retry.delay(attempt, self._rng))
+                continue
+            _raise_for(verdict, "in.php")
+        raise ProviderRetryableError("in.php: no attempt left")  # pragma: no cover
+
+    def get_results(self, task_ids: Sequence[str]) -> dict[str, ProviderAnswer]:
+        answers: dict[str, ProviderAnswer] = {}
+        if self._batch_ids:
+            for start in range(0, len(task_ids), self._batch_size):
+                chunk = task_ids[start : start + self._batch_size]
+                answers.update(self._get_batch(chunk))
+        else:
+            for task_id in task_ids:
+                answers[task_id] = self._get_one(task_id)
+        return answers
+
+    def report(self, task_id: str, *, good: bool) -> None:
+        action = "reportgood" if good else "reportbad"
+        status, answer = self._read({"action": action, "id": task_id})
+        if status != 1:
+            _raise_for(classify(str(answer)), f"res.php {action}")
+
+    def balance(self) -> float:
+        status, answer = self._read({"action": "getbalance"})
+        if status != 1:
+            _raise_for(classify(str(answer)), "res.php getbalance")
+        try:
+            return float(answer)
+        except (TypeError, ValueError):
+            raise ProviderRetryableError("res.php getbalance: malformed balance") from None
+
+    def _get_one(self, task_id: str) -> ProviderAnswer:
+        status, answer = self._read({"action": "get", "id": task_id})
+        verdict = classify(str(answer))
+        if (status == 1) != (verdict.kind is AnswerKind.READY):
+            return ProviderAnswer(AnswerKind.RETRYABLE, "UNEXPECTED_ANSWER")
+        if verdict.kind is AnswerKind.ACCOUNT:
+            _raise_for(verdict, "res.php get")
+        return verdict
+
+    def _get_batch(self, task_ids: Sequence[str]) -> dict[str, ProviderAnswer]:
+        if len(task_ids) == 1:
+            return {task_ids[0]: self._get_one(task_ids[0])}
+        status, answer = self._read({"action": "get", "ids": ",".join(task_ids)})
+        parts = str(answer).split("|")
+        if status == 1 and len(parts) == len(task_ids):
+            return {task_id: classify(part) for task_id, part in zip(task_ids, parts, strict=True)}
+        if status == 0:
+            verdict = classify(str(answer))
+            if verdict.kind is AnswerKind.ACCOUNT:
+                _raise_for(verdict, "res.php get ids")
+            if verdict.kind is AnswerKind.NOT_READY:
+                return dict.fromkeys(task_ids, verdict)
+            if verdict.kind is AnswerKind.RETRYABLE:
+                raise ProviderRetryableError(f"res.php get ids: {verdict.value}")
+        # ids= refused (CaptchaAI does not document it) or answered out of shape: one id each.
+        self._batch_ids = False
+        return {task_id: self._get_one(task_id) for task_id in task_ids}
+
+    def _read(self, params: dict[str, str]) -> tuple[int, Any]:
+        query = {"key": self._api_key(), "json": "1", **params}
+        for attempt in range(self._retry.attempts):
+            try:
+                return self._exchange("GET", "res.php", query)
+            except ProviderRetryableError:
+                if attempt + 1 >= self._retry.attempts:
+                    raise
+                self._sleep(self._retry.delay(attempt, self._rng))
+        raise ProviderRetryableError("res.php: no attempt left")  # pragma: no cover
+
+    def _exchange(self, method: str, endpoint: str, fields: dict[str, str]) -> tuple[int, Any]:
+        """One HTTP request; returns (status, request) of the provider's JSON answer.
+
+        A GET is always safe to resend; a POST only when it surely never reached the provider.
+        """
+        idempotent = method == "GET"
+        url = f"{self._base_url}/{endpoint}"
+        body, query = (fields, None) if method == "POST" else (None, fields)
+        try:
+            response = self._session.request(
+                method, url, data=body, params=query, timeout=self._timeout
+            )
+        except requests.ConnectTimeout:
+            raise ProviderRetryableError(f"{endpoint}: connect timeout") from None
+        except requests.ConnectionError as error:
+            raise ProviderRetryableError(
+                f"{endpoint}: connection failed",
+                resend_is_safe=idempotent or _never_connected(error),
+            ) from None
+        except requests.RequestException as error:
+            raise ProviderRetryableError(
+                f"{endpoint}: {type(error).__name__}", resend_is_safe=idempotent
+            ) from None
+        if response.status_code >= 500 or response.status_code == 429:
+            raise ProviderRetryableError(f"{endpoint}: HTTP {response.status_code}")
+        return _parse_answer(endpoint, response.text)
+
+    @staticmethod
+    def _task_id_from(answer: object) -> str:
+        try:
+            return normalise_task_id(answer)
+        except ValueError:
+            raise ProviderRetryableError("in.php: malformed task id") from None
+
+
+def _never_connected(error: requests.ConnectionError) -> bool:
+    """True when the request surely never reached the provider (refused, DNS, no route)."""
+    text = repr(error.args)
+    markers = ("NewConnectionError", "NameResolutionError", "Connection refused")
+    return any(marker in text for marker in markers)
+
+
+def _parse_answer(endpoint: str, text: str) -> tuple[int, Any]:
+    """JSON ``{"status": 0|1, "request": ...}``, or the plain-text forms ``OK|x`` / ``ERROR_X``."""
+    body = text.strip()
+    try:
+        document = json.loads(body)
+    except ValueError:
+        document = None
+    if isinstance(document, dict) and "status" in document:
+        status = document.get("status")
+        return (1 if status in (1, "1") else 0), document.get("request", "")
+    if body.startswith("OK|"):
+        return 1, body[3:]
+    if PLAIN_CODE.fullmatch(body):
+        return 0, body
+    raise ProviderRetryableError(f"{endpoint}: malformed answer (len={len(body)})")
+
+
+def _raise_for(verdict: ProviderAnswer, where: str) -> None:
+    if verdict.kind is AnswerKind.ACCOUNT:
+        raise ProviderAccountError(f"{where}: {verdict.value}")
+    if verdict.kind is AnswerKind.RETRYABLE or verdict.kind is AnswerKind.NOT_READY:
+        raise ProviderRetryableError(f"{where}: {verdict.value}")
+    raise ProviderRejectedError(f"{where}: {verdict.value}")
