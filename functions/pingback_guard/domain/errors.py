@@ -9,6 +9,10 @@ class ConfigurationError(PingbackGuardError):
     """A setting is missing or invalid: raised at cold start."""
 
 
+class SecretUnavailableError(PingbackGuardError):
+    """A secret (callback secret, provider API key) could not be read or is malformed."""
+
+
 class StoreError(PingbackGuardError):
     """The task table could not do what was asked."""
 

@@ -1,0 +1,94 @@
+"""CallbackFunction: the public pingback receiver (and the 2captcha domain check)."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from pingback_guard.data.dynamodb import DynamoDbTaskStore
+from pingback_guard.domain.errors import (
+    InvalidCallbackError,
+    ResultNotSafeError,
+    SecretUnavailableError,
+)
+from pingback_guard.domain.task import TaskResult
+from pingback_guard.handlers.responses import raw_body, text_response
+from pingback_guard.logic.callback import (
+    CallbackAuthenticator,
+    CallbackRequest,
+    CallbackService,
+    parse_callback,
+)
+from pingback_guard.observability import logger, metrics, tracer
+from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
+from pingback_guard.settings import CallbackSettings
+from pingback_guard.wiring import callback_secrets_reader, dynamodb_client, sqs_client
+
+VERIFICATION_ROUTE = "GET /2captcha.txt"
+
+settings = CallbackSettings.from_env(os.environ)
+service = CallbackService(
+    DynamoDbTaskStore(dynamodb_client(), settings.table),
+    SqsDeadLetterQueue(sqs_client(), settings.dead_letter_queue_url),
+)
+authenticator = CallbackAuthenticator(
+    callback_secrets_reader(settings.callback_secret_id, settings.secret_cache_seconds)
+)
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+@logger.inject_lambda_context(log_event=False, clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(capture_cold_start_metric=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request = APIGatewayProxyEventV2(event)
+    if request.route_key == VERIFICATION_ROUTE:
+        token = settings.verification_token
+        return text_response(200, token) if token else text_response(404, "not found")
+    try:
+        result = _authenticated_result(request)
+        logger.append_keys(task_id=result.task_id)
+        outcome = service.receive(result)
+    except _Refused as refusal:
+        metrics.add_metric(name="CallbackRejected", unit=MetricUnit.Count, value=1)
+        logger.warning("callback rejected", extra={"status": refusal.status, "why": refusal.reason})
+        return text_response(refusal.status, refusal.reason)
+    except (SecretUnavailableError, ResultNotSafeError) as error:
+        metrics.add_metric(name="CallbackUnavailable", unit=MetricUnit.Count, value=1)
+        logger.error("callback not acknowledged", extra={"reason": str(error)})
+        return text_response(503, "result not stored; try again")
+    metrics.add_metric(name=outcome.value, unit=MetricUnit.Count, value=1)
+    logger.info("callback handled", extra={"outcome": outcome.value})
+    return text_response(200, "OK")
+
+
+def _authenticated_result(request: APIGatewayProxyEventV2) -> TaskResult:
+    if not authenticator.verify((request.path_parameters or {}).get("secret", "")):
+        raise _Refused(403, "forbidden")
+    body = raw_body(request)
+    if body is None:
+        raise _Refused(400, "body is not valid base64")
+    try:
+        return parse_callback(_callback_request(request, body), received_at=time.time())
+    except InvalidCallbackError as error:
+        raise _Refused(400, str(error)) from None
+
+
+def _callback_request(request: APIGatewayProxyEventV2, body: bytes) -> CallbackRequest:
+    return CallbackRequest(
+        method=request.request_context.http.method.upper(),
+        query=request.query_string_parameters or {},
+        content_type=request.headers.get("content-type", ""),
+        body=body,
+    )

@@ -1,0 +1,77 @@
+"""PollerFunction: on a schedule, recovers results whose pingback never came, from res.php."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from pingback_guard.data.dynamodb import DynamoDbTaskStore
+from pingback_guard.logic.poller import PollerService, PollPolicy, SweepReport
+from pingback_guard.observability import logger, metrics, tracer
+from pingback_guard.provider.captchaai import CaptchaAiClient
+from pingback_guard.settings import PollerSettings
+from pingback_guard.wiring import api_key_reader, dynamodb_client
+
+settings = PollerSettings.from_env(os.environ)
+provider = settings.provider
+service = PollerService(
+    DynamoDbTaskStore(dynamodb_client(), settings.table),
+    CaptchaAiClient(
+        provider.base_url,
+        api_key_reader(provider.api_key_parameter, 300),
+        batch_ids=provider.batch_ids,
+        batch_size=provider.batch_size,
+        timeout=(provider.connect_timeout_seconds, provider.read_timeout_seconds),
+    ),
+    PollPolicy(
+        retention_seconds=settings.retention_seconds,
+        backoff_base_seconds=settings.backoff_base_seconds,
+        backoff_max_seconds=settings.backoff_max_seconds,
+        max_requests_per_sweep=settings.max_requests_per_sweep,
+        ids_per_request=provider.batch_size if provider.batch_ids else 1,
+        deadline_margin_seconds=settings.deadline_margin_seconds,
+    ),
+)
+
+METRIC_BY_COUNT = {
+    "due": "PollDueTasks",
+    "requests": "PollRequests",
+    "recovered": "PollRecovered",
+    "failed": "PollTaskFailed",
+    "not_ready": "PollNotReady",
+    "expired": "TaskExpired",
+    "duplicates": "PollDuplicate",
+    "conflicts": "PollConflict",
+    "retryable_errors": "ProviderRetryableError",
+    "store_errors": "PollStoreError",
+}
+
+
+@logger.inject_lambda_context(log_event=False, clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(capture_cold_start_metric=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    report = service.sweep(
+        now=time.time(), remaining_seconds=lambda: context.get_remaining_time_in_millis() / 1000
+    )
+    _emit(report)
+    summary = {name: getattr(report, name) for name in METRIC_BY_COUNT}
+    summary["stopped_early"] = report.stopped_early
+    summary["account_error"] = report.account_error
+    logger.info("sweep done", extra=summary)
+    return summary
+
+
+def _emit(report: SweepReport) -> None:
+    for name, metric in METRIC_BY_COUNT.items():
+        metrics.add_metric(name=metric, unit=MetricUnit.Count, value=getattr(report, name))
+    for delay in report.recovery_delays:
+        metrics.add_metric(name="PollRecoveryDelay", unit=MetricUnit.Seconds, value=delay)
+    if report.account_error:
+        metrics.add_metric(name="ProviderAccountError", unit=MetricUnit.Count, value=1)
+        reason = report.account_error
+        logger.error("provider account error; sweep stopped", extra={"reason": reason})

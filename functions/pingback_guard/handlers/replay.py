@@ -1,0 +1,54 @@
+"""ReplayFunction: drains the dead-letter queue, reporting partial batch failures."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from pingback_guard.data.dynamodb import DynamoDbTaskStore
+from pingback_guard.domain.errors import PingbackGuardError
+from pingback_guard.logic.replay import ReplayService
+from pingback_guard.observability import logger, metrics, tracer
+from pingback_guard.settings import ReplaySettings
+from pingback_guard.wiring import dynamodb_client
+
+settings = ReplaySettings.from_env(os.environ)
+service = ReplayService(DynamoDbTaskStore(dynamodb_client(), settings.table))
+processor = BatchProcessor(event_type=EventType.SQS)
+
+
+def replay_record(record: SQSRecord) -> None:
+    try:
+        outcome = service.replay(record.body)
+    except PingbackGuardError as error:
+        metrics.add_metric(name="ReplayFailed", unit=MetricUnit.Count, value=1)
+        logger.warning(
+            "replay failed; SQS will retry or park it",
+            extra={
+                "message_id": record.message_id,
+                "receive_count": record.attributes.approximate_receive_count,
+                "reason": str(error),
+            },
+        )
+        raise
+    metrics.add_metric(name=f"Replay{outcome.value.title()}", unit=MetricUnit.Count, value=1)
+    logger.info("replayed", extra={"message_id": record.message_id, "outcome": outcome.value})
+
+
+@logger.inject_lambda_context(log_event=False, clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(capture_cold_start_metric=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
+    return process_partial_response(
+        event=event, record_handler=replay_record, processor=processor, context=context
+    )

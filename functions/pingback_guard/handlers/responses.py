@@ -1,0 +1,34 @@
+"""HTTP API (payload 2.0) request and response shapes shared by the HTTP handlers."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+
+
+def json_response(status: int, body: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "statusCode": status,
+        "headers": {"content-type": "application/json"},
+        "body": json.dumps(body, separators=(",", ":")),
+    }
+
+
+def text_response(status: int, body: str) -> dict[str, Any]:
+    return {"statusCode": status, "headers": {"content-type": "text/plain"}, "body": body}
+
+
+def raw_body(request: APIGatewayProxyEventV2) -> bytes | None:
+    """The body as bytes whether API Gateway base64-encoded it or not; None when undecodable."""
+    if not request.body:
+        return b""
+    if not request.is_base64_encoded:
+        return request.body.encode("utf-8", "surrogatepass")
+    try:
+        return base64.b64decode(request.body, validate=True)
+    except (binascii.Error, ValueError):
+        return None

@@ -1,0 +1,86 @@
+"""SubmitFunction: POST /tasks sends a CAPTCHA to the provider and records it PENDING."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from pingback_guard.data.dynamodb import DynamoDbTaskStore
+from pingback_guard.domain.errors import (
+    ProviderAccountError,
+    ProviderRejectedError,
+    ProviderRetryableError,
+    SecretUnavailableError,
+    TaskNotRecordedError,
+)
+from pingback_guard.handlers.responses import json_response
+from pingback_guard.logic.submit import (
+    InvalidSubmissionError,
+    SubmitService,
+    parse_submission,
+    pingback_url,
+)
+from pingback_guard.observability import logger, metrics, tracer
+from pingback_guard.provider.captchaai import CaptchaAiClient
+from pingback_guard.settings import SubmitSettings
+from pingback_guard.wiring import api_key_reader, callback_secrets_reader, dynamodb_client
+
+settings = SubmitSettings.from_env(os.environ)
+read_callback_secrets = callback_secrets_reader(
+    settings.callback_secret_id, settings.secret_cache_seconds
+)
+service = SubmitService(
+    DynamoDbTaskStore(dynamodb_client(), settings.table),
+    CaptchaAiClient(
+        settings.provider.base_url,
+        api_key_reader(settings.provider.api_key_parameter, settings.secret_cache_seconds),
+        timeout=(settings.provider.connect_timeout_seconds, settings.provider.read_timeout_seconds),
+    ),
+    settings.callback_timeout_seconds,
+)
+
+
+@logger.inject_lambda_context(log_event=False, clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(capture_cold_start_metric=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request = APIGatewayProxyEventV2(event)
+    try:
+        captcha = parse_submission(json.loads(request.decoded_body or "null"))
+    except (InvalidSubmissionError, ValueError) as error:
+        return _refused(400, f"invalid request: {error}")
+    base_url = settings.public_base_url or f"https://{request.request_context.domain_name}"
+    try:
+        callback_url = pingback_url(base_url, read_callback_secrets(False).current)
+        task = service.submit(captcha, callback_url)
+    except ProviderRejectedError as error:
+        return _refused(422, str(error))
+    except ProviderAccountError as error:
+        metrics.add_metric(name="ProviderAccountError", unit=MetricUnit.Count, value=1)
+        logger.error("provider account error", extra={"reason": str(error)})
+        return _refused(502, "provider account error")
+    except (ProviderRetryableError, SecretUnavailableError) as error:
+        metrics.add_metric(name="ProviderRetryableError", unit=MetricUnit.Count, value=1)
+        return _refused(503, f"temporarily unavailable: {error}")
+    except TaskNotRecordedError as error:
+        metrics.add_metric(name="SubmitNotRecorded", unit=MetricUnit.Count, value=1)
+        logger.error("task accepted but not recorded", extra={"task_id": error.task_id})
+        body = {"error": "accepted by the provider but not recorded", "task_id": error.task_id}
+        return json_response(503, body)
+    metrics.add_metric(name="TaskSubmitted", unit=MetricUnit.Count, value=1)
+    logger.info("task submitted", extra={"task_id": task.task_id})
+    return json_response(
+        202,
+        {"task_id": task.task_id, "status": "PENDING", "submitted_at": task.submitted_at},
+    )
+
+
+def _refused(status: int, reason: str) -> dict[str, Any]:
+    metrics.add_metric(name="SubmitRejected", unit=MetricUnit.Count, value=1)
+    logger.warning("submit refused", extra={"status": status, "reason": reason})
+    return json_response(status, {"error": reason})

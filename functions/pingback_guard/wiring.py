@@ -1,0 +1,76 @@
+"""The real AWS clients and secret readers the handlers inject into the logic.
+
+Secrets come from Secrets Manager / SSM through Powertools Parameters (cached for max_age);
+their values are never logged, and read errors become SecretUnavailableError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from aws_lambda_powertools.utilities import parameters
+from aws_lambda_powertools.utilities.parameters.exceptions import (
+    GetParameterError,
+    TransformParameterError,
+)
+from botocore.config import Config
+
+from pingback_guard.domain.errors import SecretUnavailableError
+from pingback_guard.logic.callback import CallbackSecrets
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_sqs.client import SQSClient
+
+# A pingback waits on these calls: fail fast and let the dead-letter queue or the poller take over.
+FAST_AWS_CONFIG = Config(
+    connect_timeout=2,
+    read_timeout=3,
+    retries={"mode": "standard", "total_max_attempts": 3},
+)
+
+
+def dynamodb_client() -> DynamoDBClient:
+    return boto3.client("dynamodb", config=FAST_AWS_CONFIG)
+
+
+def sqs_client() -> SQSClient:
+    return boto3.client("sqs", config=FAST_AWS_CONFIG)
+
+
+def callback_secrets_reader(secret_id: str, max_age: int) -> Callable[[bool], CallbackSecrets]:
+    def read(force: bool) -> CallbackSecrets:
+        document: Any = _fetch(
+            lambda: parameters.get_secret(
+                secret_id, transform="json", max_age=max_age, force_fetch=force
+            ),
+            "callback secret",
+        )
+        try:
+            return CallbackSecrets.from_document(document)
+        except ValueError as error:
+            raise SecretUnavailableError(str(error)) from None
+
+    return read
+
+
+def api_key_reader(parameter_name: str, max_age: int) -> Callable[[], str]:
+    def read() -> str:
+        value = _fetch(
+            lambda: parameters.get_parameter(parameter_name, decrypt=True, max_age=max_age),
+            "provider API key",
+        )
+        if not isinstance(value, str) or not value.strip():
+            raise SecretUnavailableError("provider API key parameter is empty")
+        return value.strip()
+
+    return read
+
+
+def _fetch(read: Callable[[], Any], what: str) -> Any:
+    try:
+        return read()
+    except (GetParameterError, TransformParameterError) as error:
+        raise SecretUnavailableError(f"{what} unavailable: {type(error).__name__}") from None
