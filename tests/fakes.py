@@ -1,0 +1,194 @@
+"""Fakes of the three edges (task store, provider, dead-letter queue) for unit tests.
+
+The fake store follows the same contract as DynamoDbTaskStore: one suite
+(tests/integration/test_store_contract.py) runs against both, so a rule that holds here holds on
+the real table.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from pingback_guard.domain.errors import DeadLetterError, StoreUnavailableError
+from pingback_guard.domain.task import (
+    DueTask,
+    NewTask,
+    StoreOutcome,
+    SubmissionOutcome,
+    Task,
+    TaskResult,
+    TaskStatus,
+)
+from pingback_guard.provider.answers import ProviderAnswer, classify
+
+
+class InMemoryTaskStore:
+    def __init__(self) -> None:
+        self.tasks: dict[str, Task] = {}
+        self.fail_next: list[Exception] = []
+        self.writes = 0
+        self._lock = threading.Lock()
+
+    def _maybe_fail(self) -> None:
+        if self.fail_next:
+            raise self.fail_next.pop(0)
+
+    def record_submission(self, task: NewTask) -> SubmissionOutcome:
+        with self._lock:
+            self._maybe_fail()
+            self.writes += 1
+            existing = self.tasks.get(task.task_id)
+            if existing is not None:
+                self.tasks[task.task_id] = replace(
+                    existing, request=task.request, submitted_at=task.submitted_at
+                )
+                return SubmissionOutcome.RESULT_ALREADY_STORED
+            self.tasks[task.task_id] = Task(
+                task.task_id,
+                TaskStatus.PENDING,
+                task.request,
+                task.submitted_at,
+                None,
+                None,
+                None,
+                None,
+                0,
+                task.first_poll_at,
+            )
+            return SubmissionOutcome.CREATED
+
+    def record_result(self, result: TaskResult) -> StoreOutcome:
+        with self._lock:
+            self._maybe_fail()
+            self.writes += 1
+            existing = self.tasks.get(result.task_id)
+            if existing is not None and existing.solution is not None:
+                same = existing.solution == result.code
+                return StoreOutcome.DUPLICATE if same else StoreOutcome.CONFLICT
+            self.tasks[result.task_id] = Task(
+                result.task_id,
+                TaskStatus.SOLVED,
+                existing.request if existing else None,
+                existing.submitted_at if existing else None,
+                result.received_at,
+                result.code,
+                result.delivered_via,
+                None,
+                existing.poll_attempts if existing else 0,
+                None,
+            )
+            return StoreOutcome.STORED
+
+    def record_failure(self, result: TaskResult) -> StoreOutcome:
+        with self._lock:
+            self._maybe_fail()
+            self.writes += 1
+            existing = self.tasks.get(result.task_id)
+            open_states = {TaskStatus.PENDING, TaskStatus.EXPIRED}
+            if existing is not None and (existing.solution or existing.status not in open_states):
+                same = existing.status is TaskStatus.FAILED and existing.error == result.code
+                return StoreOutcome.DUPLICATE if same else StoreOutcome.CONFLICT
+            self.tasks[result.task_id] = Task(
+                result.task_id,
+                TaskStatus.FAILED,
+                existing.request if existing else None,
+                existing.submitted_at if existing else None,
+                result.received_at,
+                None,
+                result.delivered_via,
+                result.code,
+                existing.poll_attempts if existing else 0,
+                None,
+            )
+            return StoreOutcome.STORED
+
+    def mark_expired(self, task_id: str, now: float) -> bool:
+        with self._lock:
+            self._maybe_fail()
+            task = self.tasks.get(task_id)
+            if task is None or task.status is not TaskStatus.PENDING:
+                return False
+            self.tasks[task_id] = replace(
+                task,
+                status=TaskStatus.EXPIRED,
+                error="EXPIRED_UNRECOVERED",
+                due_at=None,
+                received_at=now,
+            )
+            return True
+
+    def reschedule_poll(self, task_id: str, due_at: float, poll_attempts: int) -> bool:
+        with self._lock:
+            self._maybe_fail()
+            task = self.tasks.get(task_id)
+            if task is None or task.status is not TaskStatus.PENDING:
+                return False
+            self.tasks[task_id] = replace(task, due_at=due_at, poll_attempts=poll_attempts)
+            return True
+
+    def get(self, task_id: str) -> Task | None:
+        self._maybe_fail()
+        return self.tasks.get(task_id)
+
+    def due_tasks(self, now: float, limit: int) -> list[DueTask]:
+        self._maybe_fail()
+        due = sorted(
+            (
+                t
+                for t in self.tasks.values()
+                if t.status is TaskStatus.PENDING and t.due_at is not None and t.due_at <= now
+            ),
+            key=lambda t: t.due_at or 0.0,
+        )
+        return [
+            DueTask(t.task_id, t.due_at or 0.0, t.submitted_at or 0.0, t.poll_attempts)
+            for t in due[:limit]
+        ]
+
+
+@dataclass
+class FakeDeadLetterQueue:
+    sent: list[tuple[TaskResult, str]] = field(default_factory=list)
+    available: bool = True
+
+    def send(self, result: TaskResult, reason: str) -> None:
+        if not self.available:
+            raise DeadLetterError("SQS SendMessage failed: EndpointConnectionError")
+        self.sent.append((result, reason))
+
+
+@dataclass
+class FakeProvider:
+    """Answers res.php from a dict of id -> answer text; records what was asked."""
+
+    answers: dict[str, str] = field(default_factory=dict)
+    next_task_id: int = 70000000001
+    submitted: list[tuple[str, str]] = field(default_factory=list)
+    requests: list[list[str]] = field(default_factory=list)
+    failure: Callable[[], Exception] | None = None
+
+    def submit(self, request: object, pingback_url: str) -> str:
+        if self.failure:
+            raise self.failure()
+        task_id = str(self.next_task_id)
+        self.next_task_id += 1
+        self.submitted.append((task_id, pingback_url))
+        return task_id
+
+    def get_results(self, task_ids: Sequence[str]) -> dict[str, ProviderAnswer]:
+        self.requests.append(list(task_ids))
+        if self.failure:
+            raise self.failure()
+        return {tid: classify(self.answers.get(tid, "CAPCHA_NOT_READY")) for tid in task_ids}
+
+    def report(self, task_id: str, *, good: bool) -> None:
+        return None
+
+    def balance(self) -> float:
+        return 1.0
+
+
+def unavailable() -> StoreUnavailableError:
+    return StoreUnavailableError("DynamoDB UpdateItem: ProvisionedThroughputExceededException")

@@ -1,0 +1,220 @@
+"""One contract, two stores: DynamoDbTaskStore on moto and the unit tests' InMemoryTaskStore."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from pingback_guard.data import dynamodb as dynamodb_module
+from pingback_guard.data.store import TaskStore
+from pingback_guard.domain.task import (
+    CaptchaRequest,
+    DeliveryPath,
+    NewTask,
+    StoreOutcome,
+    SubmissionOutcome,
+    TaskResult,
+    TaskStatus,
+)
+from tests.fakes import InMemoryTaskStore
+
+REQUEST = CaptchaRequest(
+    "userrecaptcha", "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-", "https://example.test/login"
+)
+TOKEN = "03AFcWeA6" + "x" * 600
+OTHER_TOKEN = "03AFcWeA7" + "y" * 600
+
+
+@pytest.fixture(params=["dynamodb", "memory"])
+def store(request: pytest.FixtureRequest) -> TaskStore:
+    if request.param == "dynamodb":
+        result: TaskStore = request.getfixturevalue("dynamo_store")
+        return result
+    return InMemoryTaskStore()
+
+
+def submit(
+    store: TaskStore, task_id: str, at: float = 1000.0, first_poll: float = 1120.0
+) -> SubmissionOutcome:
+    return store.record_submission(NewTask(task_id, REQUEST, at, first_poll))
+
+
+def solved(
+    task_id: str, code: str = TOKEN, via: DeliveryPath = DeliveryPath.CALLBACK, at: float = 1030.0
+) -> TaskResult:
+    return TaskResult(task_id, code, via, at)
+
+
+def test_submission_is_pending_and_due_after_the_callback_timeout(store: TaskStore) -> None:
+    assert submit(store, "100") is SubmissionOutcome.CREATED
+    task = store.get("100")
+    assert task is not None
+    assert task.status is TaskStatus.PENDING
+    assert task.request == REQUEST
+    assert task.due_at == 1120.0
+    assert [t.task_id for t in store.due_tasks(now=1119.0, limit=10)] == []
+    assert [t.task_id for t in store.due_tasks(now=1120.0, limit=10)] == ["100"]
+
+
+def test_first_result_is_stored_and_leaves_the_due_index(store: TaskStore) -> None:
+    submit(store, "101")
+    assert store.record_result(solved("101")) is StoreOutcome.STORED
+    task = store.get("101")
+    assert task is not None
+    assert (task.status, task.solution, task.delivered_via) == (
+        TaskStatus.SOLVED,
+        TOKEN,
+        DeliveryPath.CALLBACK,
+    )
+    assert task.received_at == 1030.0
+    assert store.due_tasks(now=99999.0, limit=10) == []
+
+
+def test_same_code_again_is_a_duplicate_and_changes_nothing(store: TaskStore) -> None:
+    submit(store, "102")
+    store.record_result(solved("102"))
+    assert (
+        store.record_result(solved("102", via=DeliveryPath.POLL, at=2000.0))
+        is StoreOutcome.DUPLICATE
+    )
+    task = store.get("102")
+    assert task is not None
+    assert (task.delivered_via, task.received_at) == (DeliveryPath.CALLBACK, 1030.0)
+
+
+def test_different_second_code_is_a_conflict_and_the_first_stays(store: TaskStore) -> None:
+    submit(store, "103")
+    store.record_result(solved("103"))
+    assert store.record_result(solved("103", code=OTHER_TOKEN)) is StoreOutcome.CONFLICT
+    task = store.get("103")
+    assert task is not None and task.solution == TOKEN
+
+
+def test_callback_before_submission_is_stored_and_submission_does_not_clobber_it(
+    store: TaskStore,
+) -> None:
+    assert store.record_result(solved("104")) is StoreOutcome.STORED
+    assert submit(store, "104") is SubmissionOutcome.RESULT_ALREADY_STORED
+    task = store.get("104")
+    assert task is not None
+    assert (task.status, task.solution) == (TaskStatus.SOLVED, TOKEN)
+    assert task.request == REQUEST and task.submitted_at == 1000.0
+    assert store.due_tasks(now=99999.0, limit=10) == []
+
+
+def test_failure_before_submission_is_kept_and_not_polled(store: TaskStore) -> None:
+    store.record_failure(solved("105", code="ERROR_CAPTCHA_UNSOLVABLE"))
+    assert submit(store, "105") is SubmissionOutcome.RESULT_ALREADY_STORED
+    task = store.get("105")
+    assert task is not None and task.status is TaskStatus.FAILED
+    assert store.due_tasks(now=99999.0, limit=10) == []
+
+
+def test_failed_then_solved_the_solution_replaces_the_failure(store: TaskStore) -> None:
+    submit(store, "106")
+    assert (
+        store.record_failure(solved("106", code="ERROR_CAPTCHA_UNSOLVABLE")) is StoreOutcome.STORED
+    )
+    assert (
+        store.record_failure(solved("106", code="ERROR_CAPTCHA_UNSOLVABLE"))
+        is StoreOutcome.DUPLICATE
+    )
+    assert store.record_result(solved("106")) is StoreOutcome.STORED
+    task = store.get("106")
+    assert task is not None
+    assert (task.status, task.solution, task.error) == (TaskStatus.SOLVED, TOKEN, None)
+
+
+def test_a_failure_never_replaces_a_solution(store: TaskStore) -> None:
+    submit(store, "107")
+    store.record_result(solved("107"))
+    assert (
+        store.record_failure(solved("107", code="ERROR_CAPTCHA_UNSOLVABLE"))
+        is StoreOutcome.CONFLICT
+    )
+    task = store.get("107")
+    assert task is not None and (task.status, task.solution) == (TaskStatus.SOLVED, TOKEN)
+
+
+def test_expired_then_solved(store: TaskStore) -> None:
+    submit(store, "108")
+    assert store.mark_expired("108", now=1700.0) is True
+    task = store.get("108")
+    assert task is not None and task.status is TaskStatus.EXPIRED
+    assert store.due_tasks(now=99999.0, limit=10) == []
+    assert store.record_result(solved("108", via=DeliveryPath.REPLAY)) is StoreOutcome.STORED
+    task = store.get("108")
+    assert task is not None and (task.status, task.delivered_via) == (
+        TaskStatus.SOLVED,
+        DeliveryPath.REPLAY,
+    )
+
+
+def test_expire_and_reschedule_only_touch_pending_tasks(store: TaskStore) -> None:
+    submit(store, "109")
+    store.record_result(solved("109"))
+    assert store.mark_expired("109", now=5000.0) is False
+    assert store.reschedule_poll("109", due_at=5000.0, poll_attempts=1) is False
+    assert store.mark_expired("does-not-matter-1", now=1.0) is False
+    task = store.get("109")
+    assert task is not None and task.status is TaskStatus.SOLVED
+
+
+def test_reschedule_moves_the_due_time_and_counts_attempts(store: TaskStore) -> None:
+    submit(store, "110")
+    assert store.reschedule_poll("110", due_at=1300.0, poll_attempts=1) is True
+    assert store.due_tasks(now=1200.0, limit=10) == []
+    due = store.due_tasks(now=1300.0, limit=10)
+    assert [(t.task_id, t.poll_attempts, t.submitted_at) for t in due] == [("110", 1, 1000.0)]
+
+
+def test_due_index_returns_only_due_pending_tasks_across_shards(store: TaskStore) -> None:
+    for n in range(40):
+        submit(store, str(2000 + n), at=1000.0, first_poll=1100.0 + n)
+    for n in range(0, 40, 4):
+        store.record_result(solved(str(2000 + n)))
+    due = store.due_tasks(now=1119.0, limit=100)
+    expected = {str(2000 + n) for n in range(20) if n % 4}
+    assert {t.task_id for t in due} == expected
+    assert len(due) == len(expected)
+
+
+def test_due_index_respects_the_limit(store: TaskStore) -> None:
+    for n in range(30):
+        submit(store, str(3000 + n))
+    assert len(store.due_tasks(now=5000.0, limit=7)) == 7
+
+
+def test_unknown_task_reads_as_none(store: TaskStore) -> None:
+    assert store.get("999999") is None
+
+
+def test_concurrent_writers_exactly_one_result_is_stored(store: TaskStore) -> None:
+    submit(store, "111")
+    codes = [f"03AFcWeA{n}" + "z" * 500 for n in range(8)]
+    outcomes: list[StoreOutcome] = []
+    barrier = threading.Barrier(len(codes))
+
+    def write(code: str) -> None:
+        barrier.wait()
+        outcomes.append(store.record_result(solved("111", code=code)))
+
+    threads = [threading.Thread(target=write, args=(code,)) for code in codes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert outcomes.count(StoreOutcome.STORED) == 1
+    assert outcomes.count(StoreOutcome.CONFLICT) == len(codes) - 1
+    task = store.get("111")
+    assert task is not None and task.solution in codes
+
+
+def test_due_query_follows_pagination(dynamo_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dynamodb_module, "QUERY_PAGE_SIZE", 2)
+    for n in range(25):
+        submit(dynamo_store, str(4000 + n))
+    due = dynamo_store.due_tasks(now=5000.0, limit=100)
+    assert sorted(t.task_id for t in due) == [str(4000 + n) for n in range(25)]

@@ -1,0 +1,169 @@
+"""Callback rules: parsing every shape a provider sends, authentication, store-or-DLQ."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pingback_guard.domain.errors import InvalidCallbackError, ResultNotSafeError
+from pingback_guard.domain.task import DeliveryPath, TaskResult, TaskStatus
+from pingback_guard.logic.callback import (
+    CallbackAuthenticator,
+    CallbackOutcome,
+    CallbackRequest,
+    CallbackSecrets,
+    CallbackService,
+    parse_callback,
+)
+from tests.fakes import FakeDeadLetterQueue, InMemoryTaskStore, unavailable
+
+TOKEN = "03AFcWeA5" + "k" * 1200
+SECRET = "Zx9" * 10
+FORM = "application/x-www-form-urlencoded"
+
+
+def request(
+    method: str = "GET",
+    query: dict[str, str] | None = None,
+    body: bytes = b"",
+    content_type: str = "",
+) -> CallbackRequest:
+    return CallbackRequest(method, query or {}, content_type, body)
+
+
+class TestParse:
+    def test_captchaai_get_query(self) -> None:
+        result = parse_callback(
+            request(query={"id": "73612345678", "code": TOKEN}), received_at=5.0
+        )
+        assert (result.task_id, result.code, result.delivered_via, result.received_at) == (
+            "73612345678",
+            TOKEN,
+            DeliveryPath.CALLBACK,
+            5.0,
+        )
+
+    def test_2captcha_form_post_with_rate(self) -> None:
+        body = f"id=123&code={TOKEN}&rate=0.00299".encode()
+        result = parse_callback(
+            request("POST", body=body, content_type=f"{FORM}; charset=UTF-8"), 1.0
+        )
+        assert (result.task_id, result.code) == ("123", TOKEN)
+
+    def test_json_body_with_numeric_id(self) -> None:
+        body = json.dumps({"id": 123, "code": TOKEN}).encode()
+        assert (
+            parse_callback(request("POST", body=body, content_type="application/json"), 1.0).task_id
+            == "123"
+        )
+
+    def test_error_code_is_a_failure(self) -> None:
+        result = parse_callback(request(query={"id": "1", "code": "ERROR_CAPTCHA_UNSOLVABLE"}), 1.0)
+        assert result.is_failure
+
+    @pytest.mark.parametrize(
+        ("req", "message"),
+        [
+            (request(query={"code": TOKEN}), "task id"),
+            (request(query={"id": "12a", "code": TOKEN}), "task id"),
+            (request(query={"id": "1" * 21, "code": TOKEN}), "task id"),
+            (request(query={"id": "1,2", "code": TOKEN}), "task id"),
+            (request(query={"id": "1"}), "code"),
+            (request(query={"id": "1", "code": "a b"}), "code"),
+            (request(query={"id": "1", "code": "x" * 8193}), "code"),
+            (request("POST", body=b"\xff\xfe", content_type=FORM), "UTF-8"),
+            (request("POST", body=b"id=1&id=2&code=x", content_type=FORM), "once"),
+            (request("POST", body=b"{", content_type="application/json"), "JSON"),
+            (request("POST", body=b"[1]", content_type="application/json"), "object"),
+            (request("POST", body=b"<x/>", content_type="text/xml"), "content type"),
+            (request("POST", body=b"a" * 20000, content_type=FORM), "too large"),
+            (request("PUT", query={"id": "1", "code": TOKEN}), "method"),
+        ],
+    )
+    def test_malformed_requests_are_refused_with_a_reason(
+        self, req: CallbackRequest, message: str
+    ) -> None:
+        with pytest.raises(InvalidCallbackError, match=message):
+            parse_callback(req, 1.0)
+
+
+class TestAuthenticator:
+    def test_current_and_previous_secrets_are_accepted(self) -> None:
+        secrets = CallbackSecrets(current=SECRET, previous="P" * 20)
+        auth = CallbackAuthenticator(lambda force: secrets)
+        assert auth.verify(SECRET) and auth.verify("P" * 20)
+        assert not auth.verify("wrong-secret-000000000")
+        assert not auth.verify("")
+        assert not auth.verify("x" * 5000)
+
+    def test_empty_previous_secret_never_matches_an_empty_path(self) -> None:
+        auth = CallbackAuthenticator(lambda force: CallbackSecrets(current=SECRET))
+        assert not auth.verify("")
+
+    def test_a_miss_refreshes_the_secret_at_most_once_per_interval(self) -> None:
+        reads: list[bool] = []
+        clock = [100.0]
+        rotated = CallbackSecrets(current="N" * 20, previous=SECRET)
+
+        def load(force: bool) -> CallbackSecrets:
+            reads.append(force)
+            return rotated if force else CallbackSecrets(current=SECRET)
+
+        auth = CallbackAuthenticator(load, refresh_interval_seconds=60, clock=lambda: clock[0])
+        assert auth.verify("N" * 20)
+        assert reads == [False, True]
+        reads.clear()
+        for _ in range(50):
+            auth.verify("forged-forged-forged")
+        assert reads.count(True) == 0
+        clock[0] += 61
+        auth.verify("forged-forged-forged")
+        assert reads.count(True) == 1
+
+    @pytest.mark.parametrize(
+        "document", [None, [], {"current": "short"}, {"current": SECRET, "previous": "bad secret"}]
+    )
+    def test_malformed_secret_documents_are_refused(self, document: object) -> None:
+        with pytest.raises(ValueError, match="secret"):
+            CallbackSecrets.from_document(document)
+
+
+class TestService:
+    def setup_method(self) -> None:
+        self.store = InMemoryTaskStore()
+        self.dlq = FakeDeadLetterQueue()
+        self.service = CallbackService(self.store, self.dlq)
+
+    def result(self, code: str = TOKEN) -> TaskResult:
+        return parse_callback(request(query={"id": "77", "code": code}), 10.0)
+
+    def test_given_a_new_result_when_received_then_stored(self) -> None:
+        assert self.service.receive(self.result()) is CallbackOutcome.ACCEPTED
+        task = self.store.get("77")
+        assert task is not None and task.solution == TOKEN
+
+    def test_duplicate_and_conflict(self) -> None:
+        self.service.receive(self.result())
+        assert self.service.receive(self.result()) is CallbackOutcome.DUPLICATE
+        assert self.service.receive(self.result("03AFother" + "z" * 30)) is CallbackOutcome.CONFLICT
+
+    def test_error_code_marks_failed(self) -> None:
+        assert (
+            self.service.receive(self.result("ERROR_CAPTCHA_UNSOLVABLE"))
+            is CallbackOutcome.TASK_FAILED
+        )
+        task = self.store.get("77")
+        assert task is not None and task.status is TaskStatus.FAILED
+
+    def test_given_the_table_down_when_received_then_dead_lettered(self) -> None:
+        self.store.fail_next.append(unavailable())
+        assert self.service.receive(self.result()) is CallbackOutcome.TO_DEAD_LETTER
+        assert [r.task_id for r, _ in self.dlq.sent] == ["77"]
+        assert "ProvisionedThroughput" in self.dlq.sent[0][1]
+
+    def test_given_table_and_queue_down_then_not_safe(self) -> None:
+        self.store.fail_next.append(unavailable())
+        self.dlq.available = False
+        with pytest.raises(ResultNotSafeError):
+            self.service.receive(self.result())

@@ -1,0 +1,282 @@
+"""CaptchaAiClient against scripted HTTP answers (a requests transport adapter: no network)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import requests
+from requests.adapters import BaseAdapter
+
+from pingback_guard.domain.errors import (
+    ProviderAccountError,
+    ProviderRejectedError,
+    ProviderRetryableError,
+)
+from pingback_guard.domain.task import CaptchaRequest
+from pingback_guard.provider.answers import AnswerKind
+from pingback_guard.provider.captchaai import CaptchaAiClient, RetryPolicy
+
+API_KEY = "0123456789abcdef0123456789abcdef"
+TOKEN = "03AFcWeA5" + "Q" * 700
+Answer = Callable[[requests.PreparedRequest], requests.Response] | BaseException
+
+
+def reply(
+    body: object, status: int = 200
+) -> Callable[[requests.PreparedRequest], requests.Response]:
+    def build(prepared: requests.PreparedRequest) -> requests.Response:
+        response = requests.Response()
+        response.status_code = status
+        response._content = (body if isinstance(body, str) else json.dumps(body)).encode()
+        response.request = prepared
+        response.url = prepared.url or ""
+        return response
+
+    return build
+
+
+class ScriptedTransport(BaseAdapter):
+    def __init__(self, answers: list[Answer]) -> None:
+        super().__init__()
+        self.answers = list(answers)
+        self.sent: list[requests.PreparedRequest] = []
+        self.timeouts: list[Any] = []
+
+    def send(  # type: ignore[override]  # the transport takes requests' keywords as a bag
+        self, request: requests.PreparedRequest, **kwargs: Any
+    ) -> requests.Response:
+        self.sent.append(request)
+        self.timeouts.append(kwargs.get("timeout"))
+        answer = self.answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer(request)
+
+    def close(self) -> None:
+        return None
+
+    def fields(self, index: int) -> dict[str, str]:
+        sent = self.sent[index]
+        raw = sent.body if sent.method == "POST" else urlsplit(sent.url or "").query
+        text = raw.decode() if isinstance(raw, bytes) else str(raw or "")
+        return {key: values[0] for key, values in parse_qs(text).items()}
+
+
+def client_with(answers: list[Answer], **options: Any) -> tuple[CaptchaAiClient, ScriptedTransport]:
+    transport = ScriptedTransport(answers)
+    session = requests.Session()
+    session.mount("https://", transport)
+    client = CaptchaAiClient(
+        "https://ocr.captchaai.test",
+        lambda: API_KEY,
+        session=session,
+        sleep=lambda _: None,
+        retry=RetryPolicy(attempts=3, backoff_seconds=0.01),
+        **options,
+    )
+    return client, transport
+
+
+RECAPTCHA = CaptchaRequest(
+    "userrecaptcha",
+    "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
+    "https://example.test/login",
+    {"version": "v3", "action": "login", "min_score": "0.7", "bogus": "dropped"},
+)
+
+
+class TestSubmit:
+    def test_posts_every_field_and_normalises_a_numeric_id(self) -> None:
+        client, transport = client_with([reply({"status": 1, "request": 73612345678})])
+        task_id = client.submit(RECAPTCHA, "https://api.test/callback/s3cr3t?x=1")
+        assert task_id == "73612345678"
+        sent = transport.sent[0]
+        assert sent.method == "POST" and sent.url == "https://ocr.captchaai.test/in.php"
+        assert transport.fields(0) == {
+            "key": API_KEY,
+            "method": "userrecaptcha",
+            "googlekey": RECAPTCHA.sitekey,
+            "pageurl": RECAPTCHA.page_url,
+            "pingback": "https://api.test/callback/s3cr3t?x=1",
+            "json": "1",
+            "version": "v3",
+            "action": "login",
+            "min_score": "0.7",
+        }
+        assert transport.timeouts[0] == (3.05, 10.0)
+
+    @pytest.mark.parametrize("method", ["hcaptcha", "turnstile"])
+    def test_other_methods_send_sitekey(self, method: str) -> None:
+        client, transport = client_with([reply({"status": 1, "request": "1234"})])
+        client.submit(CaptchaRequest(method, "abc-123", "https://example.test"), "https://cb.test")
+        assert transport.fields(0)["sitekey"] == "abc-123"
+        assert "googlekey" not in transport.fields(0)
+
+    def test_no_slot_is_retried_then_succeeds(self) -> None:
+        client, transport = client_with(
+            [
+                reply({"status": 0, "request": "ERROR_NO_SLOT_AVAILABLE"}),
+                reply({"status": 1, "request": "55"}),
+            ]
+        )
+        assert client.submit(RECAPTCHA, "https://cb.test") == "55"
+        assert len(transport.sent) == 2
+
+    def test_refused_connection_is_retried(self) -> None:
+        refused = requests.ConnectionError("NewConnectionError: Connection refused")
+        client, _ = client_with([refused, reply({"status": 1, "request": "56"})])
+        assert client.submit(RECAPTCHA, "https://cb.test") == "56"
+
+    def test_read_timeout_is_not_resent_because_the_task_may_exist(self) -> None:
+        client, transport = client_with([requests.ReadTimeout("read timed out")])
+        with pytest.raises(ProviderRetryableError) as raised:
+            client.submit(RECAPTCHA, "https://cb.test")
+        assert raised.value.resend_is_safe is False
+        assert len(transport.sent) == 1
+
+    @pytest.mark.parametrize("code", ["ERROR_PAGEURL", "ERROR_GOOGLEKEY", "ERROR_BAD_PARAMETERS"])
+    def test_permanent_errors_are_rejections(self, code: str) -> None:
+        client, _ = client_with([reply({"status": 0, "request": code})])
+        with pytest.raises(ProviderRejectedError, match=code):
+            client.submit(RECAPTCHA, "https://cb.test")
+
+    @pytest.mark.parametrize(
+        "code",
+        [
+            "ERROR_WRONG_USER_KEY",
+            "ERROR_KEY_DOES_NOT_EXIST",
+            "ERROR_ZERO_BALANCE",
+            "ERROR_IP_NOT_ALLOWED",
+        ],
+    )
+    def test_account_errors_stop_at_once(self, code: str) -> None:
+        client, transport = client_with([reply({"status": 0, "request": code})])
+        with pytest.raises(ProviderAccountError, match=code):
+            client.submit(RECAPTCHA, "https://cb.test")
+        assert len(transport.sent) == 1
+
+    def test_malformed_id_is_retryable(self) -> None:
+        client, _ = client_with([reply({"status": 1, "request": "not-an-id"})] * 3)
+        with pytest.raises(ProviderRetryableError):
+            client.submit(RECAPTCHA, "https://cb.test")
+
+    def test_plain_text_answer_is_understood(self) -> None:
+        client, _ = client_with([reply("OK|98765")])
+        assert client.submit(RECAPTCHA, "https://cb.test") == "98765"
+
+
+class TestGetResults:
+    def test_single_id_ready(self) -> None:
+        client, transport = client_with([reply({"status": 1, "request": TOKEN})])
+        answers = client.get_results(["11"])
+        assert answers["11"].kind is AnswerKind.READY and answers["11"].value == TOKEN
+        query = transport.fields(0)
+        assert query == {"key": API_KEY, "json": "1", "action": "get", "id": "11"}
+        assert transport.sent[0].method == "GET"
+
+    def test_batch_uses_ids_and_keeps_order(self) -> None:
+        client, transport = client_with(
+            [reply({"status": 1, "request": f"{TOKEN}|CAPCHA_NOT_READY|ERROR_CAPTCHA_UNSOLVABLE"})]
+        )
+        answers = client.get_results(["1", "2", "3"])
+        assert transport.fields(0)["ids"] == "1,2,3"
+        assert [answers[i].kind for i in "123"] == [
+            AnswerKind.READY,
+            AnswerKind.NOT_READY,
+            AnswerKind.TASK_FAILED,
+        ]
+
+    def test_batches_are_split_at_the_batch_size(self) -> None:
+        client, transport = client_with(
+            [
+                reply({"status": 1, "request": "CAPCHA_NOT_READY|CAPCHA_NOT_READY"}),
+                reply({"status": 0, "request": "CAPCHA_NOT_READY"}),
+            ],
+            batch_size=2,
+        )
+        answers = client.get_results(["1", "2", "3"])
+        assert len(transport.sent) == 2 and len(answers) == 3
+
+    def test_all_not_ready_batch_answer(self) -> None:
+        client, _ = client_with([reply({"status": 0, "request": "CAPCHA_NOT_READY"})])
+        assert {a.kind for a in client.get_results(["1", "2"]).values()} == {AnswerKind.NOT_READY}
+
+    def test_provider_without_ids_falls_back_to_one_request_per_id_and_remembers(self) -> None:
+        client, transport = client_with(
+            [
+                reply({"status": 0, "request": "ERROR_BAD_PARAMETERS"}),
+                reply({"status": 1, "request": TOKEN}),
+                reply({"status": 0, "request": "CAPCHA_NOT_READY"}),
+                reply({"status": 0, "request": "CAPCHA_NOT_READY"}),
+                reply({"status": 0, "request": "CAPCHA_NOT_READY"}),
+            ]
+        )
+        first = client.get_results(["1", "2"])
+        assert first["1"].kind is AnswerKind.READY and first["2"].kind is AnswerKind.NOT_READY
+        client.get_results(["3", "4"])
+        assert [("ids" in transport.fields(i)) for i in range(5)] == [
+            True,
+            False,
+            False,
+            False,
+            False,
+        ]
+
+    def test_setting_turns_batching_off(self) -> None:
+        client, transport = client_with(
+            [reply({"status": 0, "request": "CAPCHA_NOT_READY"})] * 2, batch_ids=False
+        )
+        client.get_results(["1", "2"])
+        assert all("id" in transport.fields(i) for i in range(2))
+
+    def test_server_errors_are_retried_with_backoff(self) -> None:
+        client, transport = client_with(
+            [reply("oops", 502), reply("oops", 503), reply({"status": 1, "request": TOKEN})]
+        )
+        assert client.get_results(["9"])["9"].kind is AnswerKind.READY
+        assert len(transport.sent) == 3
+
+    def test_timeouts_exhaust_into_a_retryable_error_without_the_key(self) -> None:
+        client, _ = client_with([requests.ReadTimeout(f"https://x/res.php?key={API_KEY}")] * 3)
+        with pytest.raises(ProviderRetryableError) as raised:
+            client.get_results(["9"])
+        assert API_KEY not in str(raised.value) and raised.value.__cause__ is None
+
+    def test_account_error_raises(self) -> None:
+        client, _ = client_with([reply({"status": 0, "request": "ERROR_ZERO_BALANCE"})])
+        with pytest.raises(ProviderAccountError):
+            client.get_results(["1", "2"])
+
+    @pytest.mark.parametrize("body", ["<html>bad gateway</html>", "", '{"unexpected": true}'])
+    def test_malformed_answers_are_retryable(self, body: str) -> None:
+        client, _ = client_with([reply(body)] * 3)
+        with pytest.raises(ProviderRetryableError):
+            client.get_results(["1"])
+
+    def test_status_zero_never_yields_a_token(self) -> None:
+        client, _ = client_with([reply({"status": 0, "request": "SOMETHING_ODD_BUT_TOKEN_SHAPED"})])
+        assert client.get_results(["1"])["1"].kind is AnswerKind.RETRYABLE
+
+    def test_permanent_task_error_for_one_id(self) -> None:
+        client, _ = client_with([reply({"status": 0, "request": "ERROR_WRONG_CAPTCHA_ID"})])
+        assert client.get_results(["1"])["1"].kind is AnswerKind.TASK_PERMANENT
+
+
+class TestReportAndBalance:
+    def test_reportbad(self) -> None:
+        client, transport = client_with([reply({"status": 1, "request": "OK_REPORT_RECORDED"})])
+        client.report("42", good=False)
+        assert transport.fields(0)["action"] == "reportbad"
+
+    def test_balance(self) -> None:
+        client, _ = client_with([reply({"status": 1, "request": "12.345"})])
+        assert client.balance() == pytest.approx(12.345)
+
+    def test_balance_with_wrong_key(self) -> None:
+        client, _ = client_with([reply({"status": 0, "request": "ERROR_WRONG_USER_KEY"})])
+        with pytest.raises(ProviderAccountError):
+            client.balance()

@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import pytest
+
+from pingback_guard.domain.errors import (
+    ProviderRejectedError,
+    StoreUnavailableError,
+    TaskNotRecordedError,
+)
+from pingback_guard.domain.task import TaskStatus
+from pingback_guard.logic.submit import (
+    InvalidSubmissionError,
+    SubmitService,
+    parse_submission,
+    pingback_url,
+)
+from tests.fakes import FakeProvider, InMemoryTaskStore, unavailable
+
+VALID = {
+    "method": "userrecaptcha",
+    "sitekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
+    "page_url": "https://example.test/login",
+    "extras": {"version": "v3", "min_score": 0.3, "invisible": True},
+}
+
+
+def test_valid_submission_is_parsed() -> None:
+    request = parse_submission(VALID)
+    assert request.method == "userrecaptcha"
+    assert request.extras == {"version": "v3", "min_score": "0.3", "invisible": "1"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"method": "image"}, "method"),
+        ({"sitekey": ""}, "sitekey"),
+        ({"sitekey": "a b"}, "sitekey"),
+        ({"page_url": "ftp://x"}, "page_url"),
+        ({"page_url": "https://" + "a" * 3000}, "page_url"),
+        ({"extras": {"key": "steal"}}, "not supported"),
+        ({"extras": {"action": ["x"]}}, "extras.action"),
+        ({"extras": "v3"}, "object"),
+    ],
+)
+def test_bad_submissions_are_refused(change: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidSubmissionError, match=message):
+        parse_submission({**VALID, **change})
+
+
+def test_body_must_be_an_object() -> None:
+    with pytest.raises(InvalidSubmissionError):
+        parse_submission(["x"])
+
+
+def test_pingback_url() -> None:
+    assert (
+        pingback_url("https://abc.execute-api.test/", "S" * 20)
+        == "https://abc.execute-api.test/callback/" + "S" * 20
+    )
+
+
+def test_given_a_submission_then_pending_due_after_the_callback_timeout() -> None:
+    store, provider = InMemoryTaskStore(), FakeProvider()
+    task = SubmitService(store, provider, 120, clock=lambda: 1000.0).submit(
+        parse_submission(VALID), "https://cb"
+    )
+    stored = store.get(task.task_id)
+    assert stored is not None and stored.status is TaskStatus.PENDING and stored.due_at == 1120.0
+    assert provider.submitted == [(task.task_id, "https://cb")]
+
+
+def test_store_hiccups_are_retried() -> None:
+    store, sleeps = InMemoryTaskStore(), list[float]()
+    store.fail_next.extend([unavailable(), unavailable()])
+    task = SubmitService(store, FakeProvider(), 120, sleep=sleeps.append).submit(
+        parse_submission(VALID), "https://cb"
+    )
+    assert store.get(task.task_id) is not None and len(sleeps) == 2
+
+
+def test_a_task_the_table_cannot_record_is_reported_with_its_id() -> None:
+    store = InMemoryTaskStore()
+    store.fail_next.extend([unavailable() for _ in range(4)])
+    with pytest.raises(TaskNotRecordedError) as raised:
+        SubmitService(store, FakeProvider(), 120, sleep=lambda _: None).submit(
+            parse_submission(VALID), "https://cb"
+        )
+    assert raised.value.task_id == "70000000001"
+
+
+def test_provider_rejection_records_nothing() -> None:
+    store = InMemoryTaskStore()
+    provider = FakeProvider(failure=lambda: ProviderRejectedError("in.php: ERROR_PAGEURL"))
+    with pytest.raises(ProviderRejectedError):
+        SubmitService(store, provider, 120).submit(parse_submission(VALID), "https://cb")
+    assert store.tasks == {}
+
+
+def test_configuration_errors_are_not_retried() -> None:
+    from pingback_guard.domain.errors import StoreError
+
+    store = InMemoryTaskStore()
+    store.fail_next.append(StoreError("DynamoDB UpdateItem failed: ResourceNotFoundException"))
+    with pytest.raises(StoreError):
+        SubmitService(store, FakeProvider(), 120).submit(parse_submission(VALID), "https://cb")
+    assert not isinstance(StoreError("x"), StoreUnavailableError)
