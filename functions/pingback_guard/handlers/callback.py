@@ -54,6 +54,7 @@ class _Refused(Exception):
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = APIGatewayProxyEventV2(event)
     if request.route_key == VERIFICATION_ROUTE:
+        metrics.add_metric(name="VerificationServed", unit=MetricUnit.Count, value=1)
         token = settings.verification_token
         return text_response(200, token) if token else text_response(404, "not found")
     try:

@@ -14,7 +14,7 @@ from pingback_guard.domain.errors import StoreError
 from pingback_guard.domain.task import normalise_task_id
 from pingback_guard.handlers.responses import json_response
 from pingback_guard.logic.get_task import TaskQuery
-from pingback_guard.observability import logger, metrics, tracer
+from pingback_guard.observability import logger, tracer
 from pingback_guard.settings import GetTaskSettings
 from pingback_guard.wiring import dynamodb_client
 
@@ -24,7 +24,6 @@ query = TaskQuery(DynamoDbTaskStore(dynamodb_client(), settings.table))
 
 @logger.inject_lambda_context(log_event=False, clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
-@metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = APIGatewayProxyEventV2(event)
     try:
