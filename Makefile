@@ -39,6 +39,9 @@ integration: $(STAMP)
 test: lint typecheck template-check $(STAMP)
 	$(VENV)/bin/pytest -q
 
+bench: $(STAMP)
+	$(PY) -m bench
+
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache
 
