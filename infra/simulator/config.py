@@ -21,6 +21,13 @@ PINGBACK_METHODS: Final = ("get", "post", "mixed")
 SOLVE_TIME_KINDS: Final = ("lognormal", "uniform")
 API_KEY_PATTERN: Final = re.compile(r"[0-9a-fA-F]{32}")
 MIN_TOKEN_LENGTH: Final = 10
+FAULT_RATES: Final = (
+    "pingback_drop_rate",
+    "pingback_duplicate_rate",
+    "res_5xx_rate",
+    "res_slow_rate",
+    "in_no_slot_rate",
+)
 
 FieldParser = Callable[[str, object], object]
 
@@ -72,8 +79,7 @@ class Faults:
     zero_balance: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("pingback_drop_rate", "pingback_duplicate_rate", "res_5xx_rate",
-                     "res_slow_rate", "in_no_slot_rate"):
+        for name in FAULT_RATES:
             _check(0.0 <= getattr(self, name) <= 1.0, f"{name} must be between 0 and 1")
         low, high = self.pingback_delay
         _check(0 <= low <= high, "pingback_delay needs 0 <= low <= high")
@@ -89,7 +95,7 @@ class Faults:
         return dataclasses.replace(self, **_parse_fields(changes, _FAULT_FIELDS, "faults"))
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "pingback_delay": list(self.pingback_delay)}
 
 
 @dataclass(frozen=True)
@@ -131,8 +137,10 @@ class SimulatorConfig:
             f"token lengths need {MIN_TOKEN_LENGTH} <= token_min_length <= token_max_length",
         )
         _check(self.balance >= 0, "balance must be >= 0")
-        _check(self.pingback_method in PINGBACK_METHODS,
-               f"pingback_method must be one of {PINGBACK_METHODS}")
+        _check(
+            self.pingback_method in PINGBACK_METHODS,
+            f"pingback_method must be one of {PINGBACK_METHODS}",
+        )
         _check(self.pingback_timeout_seconds > 0, "pingback_timeout_seconds must be > 0")
         _check(self.pingback_workers >= 1, "pingback_workers must be >= 1")
 
@@ -177,7 +185,7 @@ def _is_ipv4_loopback(host: str) -> bool:
 
 def _parse_fields(
     values: Mapping[str, object], parsers: Mapping[str, FieldParser], section: str
-) -> dict[str, object]:
+) -> dict[str, Any]:
     unknown = sorted(set(values) - set(parsers))
     if unknown:
         raise ConfigError(f"unknown {section} keys: {', '.join(unknown)}")

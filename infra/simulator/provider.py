@@ -50,7 +50,9 @@ class Answer:
 
     def render(self, as_json: bool) -> str:
         if as_json:
-            return json.dumps({"status": self.status, "request": self.request})
+            return json.dumps(
+                {"status": self.status, "request": self.request}, separators=(",", ":")
+            )
         return self.plain
 
 
@@ -68,6 +70,7 @@ class Provider:
     def __init__(
         self,
         config: SimulatorConfig,
+        *,
         seed: int,
         api_key: str,
         random: SharedRandom,
@@ -99,7 +102,6 @@ class Provider:
     def result(self, params: Mapping[str, str]) -> Answer:
         """res.php, once any injected fault has been applied."""
         action = params.get("action", "")
-        self._counters.add("res", "requests")
         self._counters.add("res_actions", action if action in RES_ACTIONS else "other")
         key_error = self._key_error(params.get("key", ""))
         if key_error is not None:
@@ -115,6 +117,8 @@ class Provider:
         return Answer.error(codes.ERROR_BAD_PARAMETERS)
 
     def draw_res_fault(self) -> ResFault:
+        """Called once for every res.php request, before `result` (which a 5xx fault skips)."""
+        self._counters.add("res", "requests")
         faults = self._faults.current
         slow = self._random.chance(faults.res_slow_rate)
         failing = self._random.chance(faults.res_5xx_rate)
@@ -168,8 +172,9 @@ class Provider:
             pingback_method=self._draw_pingback_method(),
         )
         self._registry.add(task)
-        logger.info("task %s accepted (%s), finishes in %.3f s", task_id, task.method,
-                    finishes_at - now)
+        logger.info(
+            "task %s accepted (%s), finishes in %.3f s", task_id, task.method, finishes_at - now
+        )
         self._on_task_created(task)
         return task
 

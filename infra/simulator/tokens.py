@@ -7,7 +7,7 @@ import string
 from typing import Final
 
 TOKEN_ALPHABET: Final = string.ascii_letters + string.digits + "_-"
-RECAPTCHA_TOKEN_PREFIX: Final = "03A"
+RECAPTCHA_RESPONSE_PREFIX: Final = "03A"
 
 
 def make_token(seed: int, task_id: str, min_length: int, max_length: int) -> str:
@@ -18,5 +18,5 @@ def make_token(seed: int, task_id: str, min_length: int, max_length: int) -> str
     """
     task_random = random.Random(f"{seed}:{task_id}")
     length = task_random.randint(min_length, max_length)
-    body = task_random.choices(TOKEN_ALPHABET, k=length - len(RECAPTCHA_TOKEN_PREFIX))
-    return RECAPTCHA_TOKEN_PREFIX + "".join(body)
+    body = task_random.choices(TOKEN_ALPHABET, k=length - len(RECAPTCHA_RESPONSE_PREFIX))
+    return RECAPTCHA_RESPONSE_PREFIX + "".join(body)
