@@ -2,7 +2,11 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-PYTHON312 ?= $(shell command -v python3.12 2>/dev/null || ls -d $$HOME/.pyenv/versions/3.12*/bin/python3.12 2>/dev/null | tail -n 1)
+# The Lambda runtime's Python. A pyenv shim may exist and still fail (3.12 not selected), so take
+# the first candidate that really runs as 3.12.
+PYTHON312 ?= $(shell for p in "$$(command -v python3.12)" $$HOME/.pyenv/versions/3.12*/bin/python3.12; do \
+	"$$p" -c 'import sys; assert sys.version_info[:2] == (3, 12); print(sys.executable)' \
+	2>/dev/null && break; done)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed

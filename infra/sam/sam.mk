@@ -7,16 +7,12 @@
 SAM_VENV := .venv-sam
 SAM_STAMP := $(SAM_VENV)/.installed
 SAM := $(SAM_VENV)/bin/sam
-# A python3.12 that really runs: PYTHON312 from the Makefile may be a pyenv shim that fails
-# when 3.12 is not the selected pyenv version, so fall back to the pyenv install itself.
-SAM_PYTHON := $(shell for p in "$(PYTHON312)" $$HOME/.pyenv/versions/3.12*/bin/python3.12; do \
-	"$$p" -c 'import sys; assert sys.version_info[:2] == (3, 12); print(sys.executable)' \
-	2>/dev/null && break; done)
+SAM_PYTHON := $(PYTHON312)
 # `sam build` of a python3.12 function needs python3.12 on PATH: prepend its bin directory.
 PYTHON312_BIN := $(patsubst %/,%,$(dir $(SAM_PYTHON)))
 # Offline and quiet: a region is needed by `sam validate`, telemetry would try the network.
 SAM_ENV := AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1 SAM_CLI_TELEMETRY=0 \
-	SAM_CLI_POLL_DELAY=1 PATH="$(PYTHON312_BIN):$$PATH"
+	PATH="$(PYTHON312_BIN):$$PATH"
 SAM_TEMPLATE := template.yaml
 SAM_BUILD_DIR := .aws-sam/build
 
@@ -26,7 +22,7 @@ $(SAM_STAMP):
 	@test -n "$(SAM_PYTHON)" || { echo "python3.12 not found (the Lambda runtime's version)"; exit 1; }
 	$(SAM_PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/python -m pip install -q --upgrade pip
-	$(SAM_VENV)/bin/python -m pip install -q aws-sam-cli
+	$(SAM_VENV)/bin/python -m pip install -q 'aws-sam-cli>=1.130,<2'
 	touch $(SAM_STAMP)
 
 sam-venv: $(SAM_STAMP)
@@ -43,8 +39,10 @@ sam-build: $(SAM_STAMP)
 # The whole template gate run by `make test`: both linters clean, and the artifact builds.
 template-check: cfn-lint sam-validate sam-build
 
-# Regenerate the raw events in tests/events/ from `sam local generate-event` (offline).
-sam-events: $(SAM_STAMP)
+# Regenerate the raw events in tests/events/ from `sam local generate-event` (offline), then
+# the events derived from them (tests/events/callback_*.json and events/*.json).
+sam-events: $(SAM_STAMP) $(STAMP)
 	$(SAM_ENV) $(SAM) local generate-event apigateway http-api-proxy > tests/events/http_api_proxy.json
 	$(SAM_ENV) $(SAM) local generate-event sqs receive-message > tests/events/sqs_receive_message.json
 	$(SAM_ENV) $(SAM) local generate-event cloudwatch scheduled-event > tests/events/scheduled_event.json
+	$(PY) -m infra.sam.make_events

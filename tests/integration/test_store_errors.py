@@ -68,22 +68,21 @@ def test_network_failures_are_unavailable(error: Exception) -> None:
         DynamoDbTaskStore(client, SETTINGS).record_result(RESULT)
 
 
-def test_a_refusal_without_the_old_item_falls_back_to_a_consistent_read() -> None:
+def test_a_refusal_is_judged_from_the_returned_old_item_without_a_read() -> None:
     client = boto3.client("dynamodb", region_name="us-east-1")
     stubber = Stubber(client)
-    stubber.add_client_error("update_item", service_error_code="ConditionalCheckFailedException")
-    stubber.add_response(
-        "get_item",
-        {
-            "Item": {
-                "task_id": {"S": "42"},
-                "status": {"S": "SOLVED"},
-                "solution": {"S": RESULT.code},
-            }
-        },
+    old = {"task_id": {"S": "42"}, "status": {"S": "SOLVED"}, "solution": {"S": RESULT.code}}
+    stubber.add_client_error(
+        "update_item",
+        service_error_code="ConditionalCheckFailedException",
+        modeled_fields={"Item": old},
     )
+    stubber.add_client_error("update_item", service_error_code="ConditionalCheckFailedException")
     stubber.activate()
-    assert DynamoDbTaskStore(client, SETTINGS).record_result(RESULT) is StoreOutcome.DUPLICATE
+    store = DynamoDbTaskStore(client, SETTINGS)
+    assert store.record_result(RESULT) is StoreOutcome.DUPLICATE
+    assert store.record_result(RESULT) is StoreOutcome.CONFLICT  # no old item: flag it, never guess
+    stubber.assert_no_pending_responses()
 
 
 def test_error_messages_carry_no_token() -> None:

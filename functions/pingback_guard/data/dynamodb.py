@@ -1,8 +1,8 @@
 """The only code that touches DynamoDB.
 
 Every write is a single conditional request, so a first callback costs one write and no read.
-Only a refused condition (duplicate, conflict, lost race) is followed by anything else, and that
-follow-up is the old item DynamoDB hands back with the refusal.
+A refused condition (duplicate, conflict, lost race) is judged from the old item DynamoDB hands
+back with the refusal (ReturnValuesOnConditionCheckFailure=ALL_OLD): no read, no GetItem grant.
 """
 
 from __future__ import annotations
@@ -154,7 +154,8 @@ class DynamoDbTaskStore:
                 ),
             )
         except ConditionRefused as refused:
-            old = refused.old_item or self._get_item(result.task_id) or {}
+            # No old item cannot happen on DynamoDB; if it did, a conflict alarm is the safe call.
+            old = refused.old_item or {}
             same = old.get("solution") == result.code
             return StoreOutcome.DUPLICATE if same else StoreOutcome.CONFLICT
         return StoreOutcome.STORED
@@ -179,7 +180,7 @@ class DynamoDbTaskStore:
                 ),
             )
         except ConditionRefused as refused:
-            old = refused.old_item or self._get_item(result.task_id) or {}
+            old = refused.old_item or {}
             same = old.get("status") == TaskStatus.FAILED.value and old.get("error") == result.code
             return StoreOutcome.DUPLICATE if same else StoreOutcome.CONFLICT
         return StoreOutcome.STORED

@@ -1,0 +1,738 @@
+"""Structure of template.yaml: the contract of docs/architecture.md, least privilege, alerting."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from tests.template.conftest import (
+    FUNCTIONS,
+    ROOT,
+    as_list,
+    of_type,
+    referenced_names,
+    walk,
+)
+
+SERVICE_DIMENSION = [{"Name": "service", "Value": "pingback-guard"}]
+
+# docs/architecture.md, "Environment variables": what each function must be given.
+COMMON_ENV = {
+    "POWERTOOLS_SERVICE_NAME",
+    "POWERTOOLS_METRICS_NAMESPACE",
+    "POWERTOOLS_LOG_LEVEL",
+    "TASKS_TABLE_NAME",
+    "DUE_INDEX_NAME",
+    "DUE_SHARDS",
+    "RESULT_TTL_DAYS",
+}
+FUNCTION_ENV = {
+    "SubmitFunction": {
+        "CALLBACK_SECRET_ID",
+        "PROVIDER_BASE_URL",
+        "PROVIDER_API_KEY_PARAMETER",
+        "PUBLIC_BASE_URL",
+        "CALLBACK_TIMEOUT_SECONDS",
+    },
+    "GetTaskFunction": set(),
+    "CallbackFunction": {
+        "DEAD_LETTER_QUEUE_URL",
+        "CALLBACK_SECRET_ID",
+        "PINGBACK_VERIFICATION_TOKEN",
+    },
+    "ReplayFunction": set(),
+    "PollerFunction": {
+        "PROVIDER_BASE_URL",
+        "PROVIDER_API_KEY_PARAMETER",
+        "PROVIDER_BATCH_IDS",
+        "POLL_BACKOFF_BASE_SECONDS",
+        "POLL_BACKOFF_MAX_SECONDS",
+        "RETENTION_SECONDS",
+        "POLLER_MAX_REQUESTS_PER_SWEEP",
+    },
+}
+
+# Least privilege: exactly these actions on exactly these resources, beyond own logs and X-Ray.
+TABLE = "TasksTable"
+EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
+    "SubmitFunction": {
+        "dynamodb:UpdateItem": {TABLE},
+        "secretsmanager:GetSecretValue": {"CallbackSecret"},
+        "ssm:GetParameter": {"ProviderApiKeyParameterName"},
+    },
+    "GetTaskFunction": {"dynamodb:GetItem": {TABLE}},
+    "CallbackFunction": {
+        "dynamodb:UpdateItem": {TABLE},
+        "sqs:SendMessage": {"DeadLetterQueue"},
+        "secretsmanager:GetSecretValue": {"CallbackSecret"},
+    },
+    "ReplayFunction": {
+        "dynamodb:UpdateItem": {TABLE},
+        "sqs:ReceiveMessage": {"DeadLetterQueue"},
+        "sqs:DeleteMessage": {"DeadLetterQueue"},
+        "sqs:ChangeMessageVisibility": {"DeadLetterQueue"},
+        "sqs:GetQueueAttributes": {"DeadLetterQueue"},
+    },
+    "PollerFunction": {
+        "dynamodb:Query": {TABLE},
+        "dynamodb:UpdateItem": {TABLE},
+        "ssm:GetParameter": {"ProviderApiKeyParameterName"},
+    },
+}
+LOG_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents"}
+# X-Ray supports no resource-level permissions: "*" is the only resource these accept.
+XRAY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+
+CUSTOM_METRIC_ALARMS = {
+    "TaskExpiredAlarm": "TaskExpired",
+    "ProviderAccountErrorAlarm": "ProviderAccountError",
+    "CallbackUnavailableAlarm": "CallbackUnavailable",
+    "CallbackConflictAlarm": "CallbackConflict",
+    "PollRecoveredAlarm": "PollRecovered",
+    "SubmitNotRecordedAlarm": "SubmitNotRecorded",
+}
+QUEUE_ALARMS = {
+    "DeadLetterQueueDepthAlarm": ("DeadLetterQueue", "ApproximateNumberOfMessagesVisible"),
+    "DeadLetterQueueAgeAlarm": ("DeadLetterQueue", "ApproximateAgeOfOldestMessage"),
+    "ParkingQueueDepthAlarm": ("ParkingQueue", "ApproximateNumberOfMessagesVisible"),
+}
+DASHBOARD_METRICS = {
+    "CallbackAccepted",
+    "CallbackDuplicate",
+    "CallbackConflict",
+    "CallbackRejected",
+    "CallbackToDeadLetter",
+    "CallbackUnavailable",
+    "ReplayStored",
+    "ReplayFailed",
+    "PollRecovered",
+    "PollNotReady",
+    "PollTaskFailed",
+    "TaskExpired",
+    "ProviderAccountError",
+    "ProviderRetryableError",
+    "TaskSubmitted",
+    "SubmitRejected",
+}
+OUTPUTS = {
+    "ApiUrl",
+    "CallbackUrl",
+    "TasksTableName",
+    "DeadLetterQueueUrl",
+    "ParkingQueueUrl",
+    "AlarmTopicArn",
+    "DashboardUrl",
+    "CallbackSecretArn",
+}
+
+
+def functions(resources: dict[str, Any]) -> dict[str, Any]:
+    return of_type(resources, "AWS::Serverless::Function")
+
+
+def role_statements(resources: dict[str, Any], function: str) -> list[dict[str, Any]]:
+    role_ref = functions(resources)[function]["Properties"]["Role"]
+    role = resources[role_ref["Fn::GetAtt"][0]]
+    assert role["Type"] == "AWS::IAM::Role"
+    statements: list[dict[str, Any]] = []
+    for policy in role["Properties"]["Policies"]:
+        statements.extend(policy["PolicyDocument"]["Statement"])
+    return statements
+
+
+# ------------------------------------------------------------------ globals and functions
+
+
+def test_is_a_sam_template(template: dict[str, Any]) -> None:
+    assert template["Transform"] == "AWS::Serverless-2016-10-31"
+
+
+def test_globals_set_runtime_architecture_tracing_and_code(template: dict[str, Any]) -> None:
+    function_globals = template["Globals"]["Function"]
+    assert function_globals["Runtime"] == "python3.12"
+    assert function_globals["Architectures"] == ["arm64"]
+    assert function_globals["Tracing"] == "Active"
+    assert function_globals["MemorySize"] == 256
+    assert function_globals["CodeUri"] == "functions/"
+    assert isinstance(function_globals["Timeout"], int)
+
+
+def test_globals_environment(template: dict[str, Any]) -> None:
+    variables = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert set(variables) >= COMMON_ENV
+    assert variables["POWERTOOLS_SERVICE_NAME"] == "pingback-guard"
+    assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "PingbackGuard"
+    assert variables["POWERTOOLS_LOG_LEVEL"] == {"Ref": "LogLevel"}
+    assert variables["TASKS_TABLE_NAME"] == {"Ref": "TasksTable"}
+    assert variables["DUE_INDEX_NAME"] == "DueIndex"
+    assert variables["DUE_SHARDS"] == {"Ref": "DueShards"}
+    assert variables["RESULT_TTL_DAYS"] == {"Ref": "ResultTtlDays"}
+    # Events carry tokens and the callback secret: never logged, never in traces.
+    assert variables["POWERTOOLS_LOGGER_LOG_EVENT"] == "false"
+    assert variables["POWERTOOLS_TRACER_CAPTURE_RESPONSE"] == "false"
+
+
+def test_exactly_the_five_functions_with_their_handlers(resources: dict[str, Any]) -> None:
+    found = {name: body["Properties"]["Handler"] for name, body in functions(resources).items()}
+    assert found == FUNCTIONS
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_functions_inherit_code_runtime_and_architecture(
+    resources: dict[str, Any], function: str
+) -> None:
+    properties = functions(resources)[function]["Properties"]
+    for key in ("Runtime", "Architectures", "CodeUri", "Tracing", "MemorySize"):
+        assert key not in properties, f"{function} overrides {key} of Globals"
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_handler_module_exists(function: str) -> None:
+    module = FUNCTIONS[function].rsplit(".", 1)[0]
+    assert (ROOT / "functions" / (module.replace(".", "/") + ".py")).is_file()
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_function_environment(
+    template: dict[str, Any], resources: dict[str, Any], function: str
+) -> None:
+    own = functions(resources)[function]["Properties"].get("Environment", {}).get("Variables", {})
+    merged = set(template["Globals"]["Function"]["Environment"]["Variables"]) | set(own)
+    assert COMMON_ENV | FUNCTION_ENV[function] <= merged
+    secret_users = {"CallbackFunction", "SubmitFunction"}
+    if function in secret_users:
+        assert own["CALLBACK_SECRET_ID"] == {"Ref": "CallbackSecret"}
+    else:
+        assert "CALLBACK_SECRET_ID" not in own
+
+
+def test_timeouts_leave_the_poller_room_and_fit_the_api(resources: dict[str, Any]) -> None:
+    timeouts = {
+        name: body["Properties"].get("Timeout", 10) for name, body in functions(resources).items()
+    }
+    # HTTP API integrations time out at 30 s.
+    for name in ("SubmitFunction", "GetTaskFunction", "CallbackFunction"):
+        assert timeouts[name] <= 29
+    assert timeouts["PollerFunction"] >= 30
+
+
+# ------------------------------------------------------------------ events
+
+
+def http_events(resources: dict[str, Any], function: str) -> list[dict[str, Any]]:
+    events = functions(resources)[function]["Properties"]["Events"].values()
+    return [event["Properties"] for event in events if event["Type"] == "HttpApi"]
+
+
+def test_http_api_enables_iam_and_throttles(resources: dict[str, Any]) -> None:
+    api = resources["HttpApi"]
+    assert api["Type"] == "AWS::Serverless::HttpApi"
+    properties = api["Properties"]
+    assert properties["Auth"]["EnableIamAuthorizer"] is True
+    assert "DefaultAuthorizer" not in properties["Auth"]
+    throttling = properties["DefaultRouteSettings"]
+    assert throttling["ThrottlingRateLimit"] == {"Ref": "ApiThrottlingRateLimit"}
+    assert throttling["ThrottlingBurstLimit"] == {"Ref": "ApiThrottlingBurstLimit"}
+
+
+def test_access_log_never_records_the_path(resources: dict[str, Any]) -> None:
+    settings = resources["HttpApi"]["Properties"]["AccessLogSettings"]
+    assert settings["DestinationArn"] == {"Fn::GetAtt": ["HttpApiAccessLogGroup", "Arn"]}
+    log_format = settings["Format"]
+    json.loads(log_format)
+    for forbidden in ("$context.path", "rawPath", "$context.http.path", "querystring"):
+        assert forbidden not in log_format
+    for wanted in ("$context.routeKey", "$context.status", "$context.requestId"):
+        assert wanted in log_format
+    assert "$context.identity.sourceIp" in log_format
+    assert "Latency" in log_format or "latency" in log_format
+
+
+@pytest.mark.parametrize(
+    ("function", "routes"),
+    [
+        ("SubmitFunction", {("POST", "/tasks")}),
+        ("GetTaskFunction", {("GET", "/tasks/{task_id}")}),
+    ],
+)
+def test_task_routes_use_iam_auth(
+    resources: dict[str, Any], function: str, routes: set[tuple[str, str]]
+) -> None:
+    events = http_events(resources, function)
+    assert {(event["Method"], event["Path"]) for event in events} == routes
+    for event in events:
+        assert event["ApiId"] == {"Ref": "HttpApi"}
+        assert event["Auth"] == {"Authorizer": "AWS_IAM"}
+
+
+def test_callback_routes_are_public(resources: dict[str, Any]) -> None:
+    events = http_events(resources, "CallbackFunction")
+    assert {(event["Method"], event["Path"]) for event in events} == {
+        ("GET", "/callback/{secret}"),
+        ("POST", "/callback/{secret}"),
+        ("GET", "/2captcha.txt"),
+    }
+    for event in events:
+        assert event["ApiId"] == {"Ref": "HttpApi"}
+        assert "Auth" not in event
+
+
+def test_translated_api_secures_only_the_task_routes(translated: dict[str, Any]) -> None:
+    body = translated["Resources"]["HttpApi"]["Properties"]["Body"]
+    security = {
+        (method.upper(), path): operation.get("security")
+        for path, operations in body["paths"].items()
+        for method, operation in operations.items()
+    }
+    assert security[("POST", "/tasks")] == [{"AWS_IAM": []}]
+    assert security[("GET", "/tasks/{task_id}")] == [{"AWS_IAM": []}]
+    for route in (("GET", "/callback/{secret}"), ("POST", "/callback/{secret}")):
+        assert security[route] is None
+    assert security[("GET", "/2captcha.txt")] is None
+
+
+def test_replay_reads_the_dead_letter_queue_with_partial_failures(
+    resources: dict[str, Any],
+) -> None:
+    (event,) = functions(resources)["ReplayFunction"]["Properties"]["Events"].values()
+    assert event["Type"] == "SQS"
+    properties = event["Properties"]
+    assert properties["Queue"] == {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}
+    assert properties["BatchSize"] == 10
+    assert properties["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_poller_schedule_rate_is_grammatical(
+    template: dict[str, Any], resources: dict[str, Any]
+) -> None:
+    (event,) = functions(resources)["PollerFunction"]["Properties"]["Events"].values()
+    assert event["Type"] == "ScheduleV2"
+    expression = event["Properties"]["ScheduleExpression"]
+    condition, one, many = expression["Fn::If"]
+    assert template["Conditions"][condition] == {"Fn::Equals": [{"Ref": "PollRateMinutes"}, 1]}
+    assert one == "rate(1 minute)"
+    assert many == {"Fn::Sub": "rate(${PollRateMinutes} minutes)"}
+    assert event["Properties"]["OmitName"] is True
+    payload = json.loads(event["Properties"]["Input"])
+    assert payload["source"] == "pingback-guard.scheduler"
+
+
+# ------------------------------------------------------------------ least privilege
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_each_function_has_its_own_role(resources: dict[str, Any], function: str) -> None:
+    role_ref = functions(resources)[function]["Properties"]["Role"]
+    role_name = role_ref["Fn::GetAtt"][0]
+    assert role_ref == {"Fn::GetAtt": [role_name, "Arn"]}
+    role = resources[role_name]["Properties"]
+    assert "ManagedPolicyArns" not in role, "managed policies grant on Resource '*'"
+    (trust,) = role["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "lambda.amazonaws.com"}
+    assert trust["Action"] == "sts:AssumeRole"
+    users = [
+        name
+        for name, body in functions(resources).items()
+        if body["Properties"]["Role"]["Fn::GetAtt"][0] == role_name
+    ]
+    assert users == [function]
+    assert "Policies" not in functions(resources)[function]["Properties"]
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_policies_are_least_privilege(resources: dict[str, Any], function: str) -> None:
+    granted: dict[str, set[str]] = {}
+    for statement in role_statements(resources, function):
+        assert statement["Effect"] == "Allow"
+        assert "NotAction" not in statement
+        assert "NotResource" not in statement
+        actions = set(as_list(statement["Action"]))
+        for action in actions:
+            assert "*" not in action, f"{function}: wildcard action {action}"
+        resource_list = as_list(statement["Resource"])
+        if "*" in resource_list:
+            assert actions <= XRAY_ACTIONS, f"{function}: Resource '*' for {actions}"
+            continue
+        targets = set().union(*(referenced_names(resource) for resource in resource_list))
+        targets -= {"AWS::Partition", "AWS::Region", "AWS::AccountId"}
+        for action in actions:
+            granted.setdefault(action, set()).update(targets)
+    log_group = f"{function}LogGroup"
+    for action in LOG_ACTIONS:
+        assert granted.pop(action) == {log_group}
+    assert granted == EXPECTED_GRANTS[function]
+
+
+def test_poller_queries_only_the_due_index(resources: dict[str, Any]) -> None:
+    (query,) = [
+        statement
+        for statement in role_statements(resources, "PollerFunction")
+        if "dynamodb:Query" in as_list(statement["Action"])
+    ]
+    assert query["Resource"] == {"Fn::Sub": "${TasksTable.Arn}/index/DueIndex"}
+    for function in FUNCTIONS:
+        for statement in role_statements(resources, function):
+            assert "dynamodb:Scan" not in as_list(statement["Action"])
+
+
+@pytest.mark.parametrize("function", ["SubmitFunction", "PollerFunction"])
+def test_api_key_parameter_arn_is_built_from_its_name(
+    template: dict[str, Any], resources: dict[str, Any], function: str
+) -> None:
+    (statement,) = [
+        statement
+        for statement in role_statements(resources, function)
+        if statement["Action"] == "ssm:GetParameter"
+    ]
+    expected = (
+        "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}"
+        ":parameter${ProviderApiKeyParameterName}"
+    )
+    assert statement["Resource"] == {"Fn::Sub": expected}
+    # The ARN above is only right for names with a leading slash.
+    assert template["Parameters"]["ProviderApiKeyParameterName"]["AllowedPattern"].startswith("^/")
+
+
+def test_generated_roles_are_scoped(translated: dict[str, Any]) -> None:
+    """Roles SAM adds itself (the scheduler's) must not widen anything either."""
+    roles = of_type(translated["Resources"], "AWS::IAM::Role")
+    assert set(roles) == {f"{name}Role" for name in FUNCTIONS} | {"PollerFunctionPollScheduleRole"}
+    scheduler = roles["PollerFunctionPollScheduleRole"]["Properties"]
+    assert "ManagedPolicyArns" not in scheduler
+    (statement,) = scheduler["Policies"][0]["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "lambda:InvokeFunction"
+    assert statement["Resource"] == {"Fn::GetAtt": ["PollerFunction", "Arn"]}
+
+
+# ------------------------------------------------------------------ logs
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_every_function_logs_to_its_own_retained_group(
+    resources: dict[str, Any], function: str
+) -> None:
+    properties = functions(resources)[function]["Properties"]
+    group_name = f"{function}LogGroup"
+    assert properties["LoggingConfig"]["LogGroup"] == {"Ref": group_name}
+    group = resources[group_name]
+    assert group["Type"] == "AWS::Logs::LogGroup"
+    assert group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+    assert group["Properties"]["LogGroupName"] == {
+        "Fn::Sub": f"/aws/lambda/${{AWS::StackName}}-{function}"
+    }
+
+
+def test_translated_functions_really_get_globals(translated: dict[str, Any]) -> None:
+    lambdas = of_type(translated["Resources"], "AWS::Lambda::Function")
+    assert set(lambdas) == set(FUNCTIONS)
+    for name, body in lambdas.items():
+        properties = body["Properties"]
+        assert properties["Runtime"] == "python3.12"
+        assert properties["Architectures"] == ["arm64"]
+        assert properties["TracingConfig"] == {"Mode": "Active"}
+        assert properties["MemorySize"] == 256
+        assert properties["LoggingConfig"]["LogGroup"] == {"Ref": f"{name}LogGroup"}
+        assert properties["Handler"] == FUNCTIONS[name]
+
+
+def test_every_log_group_has_retention(resources: dict[str, Any]) -> None:
+    groups = of_type(resources, "AWS::Logs::LogGroup")
+    assert "HttpApiAccessLogGroup" in groups
+    for body in groups.values():
+        assert body["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+
+# ------------------------------------------------------------------ storage
+
+
+def test_tasks_table(resources: dict[str, Any]) -> None:
+    table = resources["TasksTable"]
+    assert table["Type"] == "AWS::DynamoDB::Table"
+    properties = table["Properties"]
+    assert properties["BillingMode"] == "PAY_PER_REQUEST"
+    assert properties["KeySchema"] == [{"AttributeName": "task_id", "KeyType": "HASH"}]
+    attributes = {
+        a["AttributeName"]: a["AttributeType"] for a in properties["AttributeDefinitions"]
+    }
+    assert attributes == {"task_id": "S", "due_shard": "S", "due_at": "N"}
+    (index,) = properties["GlobalSecondaryIndexes"]
+    assert index["IndexName"] == "DueIndex"
+    assert index["KeySchema"] == [
+        {"AttributeName": "due_shard", "KeyType": "HASH"},
+        {"AttributeName": "due_at", "KeyType": "RANGE"},
+    ]
+    assert index["Projection"] == {
+        "ProjectionType": "INCLUDE",
+        "NonKeyAttributes": ["submitted_at", "poll_attempts"],
+    }
+    assert properties["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert properties["SSESpecification"] == {"SSEEnabled": True}
+    assert "StreamSpecification" not in properties
+    assert table["DeletionPolicy"] == "Retain"
+
+
+def test_queues(resources: dict[str, Any]) -> None:
+    dead_letter = resources["DeadLetterQueue"]["Properties"]
+    parking = resources["ParkingQueue"]["Properties"]
+    assert dead_letter["SqsManagedSseEnabled"] is True
+    assert parking["SqsManagedSseEnabled"] is True
+    assert dead_letter["RedrivePolicy"] == {
+        "deadLetterTargetArn": {"Fn::GetAtt": ["ParkingQueue", "Arn"]},
+        "maxReceiveCount": {"Ref": "MaxReceiveCount"},
+    }
+    assert parking["MessageRetentionPeriod"] == 14 * 24 * 3600
+    assert "RedrivePolicy" not in parking
+    replay_timeout = functions(resources)["ReplayFunction"]["Properties"]["Timeout"]
+    assert dead_letter["VisibilityTimeout"] >= 6 * replay_timeout
+
+
+def test_callback_secret_is_generated_with_current_and_previous(
+    resources: dict[str, Any],
+) -> None:
+    secret = resources["CallbackSecret"]
+    assert secret["Type"] == "AWS::SecretsManager::Secret"
+    generate = secret["Properties"]["GenerateSecretString"]
+    assert "SecretString" not in secret["Properties"]
+    assert json.loads(generate["SecretStringTemplate"]) == {"previous": ""}
+    assert generate["GenerateStringKey"] == "current"
+    assert generate["PasswordLength"] == 40
+    assert generate["ExcludePunctuation"] is True
+    assert generate.get("IncludeSpace", False) is False
+
+
+# ------------------------------------------------------------------ alerting
+
+
+def alarms(resources: dict[str, Any]) -> dict[str, Any]:
+    return of_type(resources, "AWS::CloudWatch::Alarm")
+
+
+def alarm_metric_names(alarm: dict[str, Any]) -> set[str]:
+    properties = alarm["Properties"]
+    if "MetricName" in properties:
+        return {properties["MetricName"]}
+    return {
+        query["MetricStat"]["Metric"]["MetricName"]
+        for query in properties["Metrics"]
+        if "MetricStat" in query
+    }
+
+
+def test_every_alarm_notifies_the_topic_both_ways(resources: dict[str, Any]) -> None:
+    found = alarms(resources)
+    assert found
+    for name, alarm in found.items():
+        properties = alarm["Properties"]
+        assert properties["AlarmActions"] == [{"Ref": "AlarmTopic"}], name
+        assert properties["OKActions"] == [{"Ref": "AlarmTopic"}], name
+        assert properties["TreatMissingData"] == "notBreaching", name
+        assert properties["AlarmName"]["Fn::Sub"].startswith("${AWS::StackName}-"), name
+
+
+@pytest.mark.parametrize(("alarm", "metric"), sorted(CUSTOM_METRIC_ALARMS.items()))
+def test_product_metric_alarms(resources: dict[str, Any], alarm: str, metric: str) -> None:
+    body = alarms(resources)[alarm]
+    assert metric in alarm_metric_names(body)
+    properties = body["Properties"]
+    if "MetricName" in properties:
+        assert properties["Namespace"] == "PingbackGuard"
+        assert properties["Dimensions"] == SERVICE_DIMENSION
+        assert properties["Statistic"] == "Sum"
+    else:
+        for query in properties["Metrics"]:
+            if "MetricStat" in query:
+                assert query["MetricStat"]["Metric"]["Namespace"] == "PingbackGuard"
+                assert query["MetricStat"]["Metric"]["Dimensions"] == SERVICE_DIMENSION
+        assert [q["Id"] for q in properties["Metrics"] if q["ReturnData"]] == ["conflicts"]
+    if alarm == "PollRecoveredAlarm":
+        assert properties["Threshold"] == {"Ref": "PollRecoveriesAlarmThreshold"}
+        assert properties["ComparisonOperator"] == "GreaterThanThreshold"
+    else:
+        assert properties["Threshold"] == 1
+        assert properties["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+
+
+@pytest.mark.parametrize(("alarm", "queue_and_metric"), sorted(QUEUE_ALARMS.items()))
+def test_queue_alarms(
+    resources: dict[str, Any], alarm: str, queue_and_metric: tuple[str, str]
+) -> None:
+    queue, metric = queue_and_metric
+    properties = alarms(resources)[alarm]["Properties"]
+    assert properties["Namespace"] == "AWS/SQS"
+    assert properties["MetricName"] == metric
+    assert properties["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": [queue, "QueueName"]}}
+    ]
+    assert properties["ComparisonOperator"] == "GreaterThanThreshold"
+    if metric == "ApproximateNumberOfMessagesVisible":
+        assert properties["Threshold"] == 0
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+@pytest.mark.parametrize("metric", ["Errors", "Throttles"])
+def test_lambda_errors_and_throttles_alarms(
+    resources: dict[str, Any], function: str, metric: str
+) -> None:
+    matching = [
+        alarm["Properties"]
+        for alarm in alarms(resources).values()
+        if alarm["Properties"].get("Namespace") == "AWS/Lambda"
+        and alarm["Properties"]["MetricName"] == metric
+        and alarm["Properties"]["Dimensions"]
+        == [{"Name": "FunctionName", "Value": {"Ref": function}}]
+    ]
+    assert len(matching) == 1
+    assert matching[0]["Threshold"] == 1
+    assert matching[0]["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+
+
+def test_alarm_topic_is_encrypted_with_a_key_cloudwatch_may_use(
+    resources: dict[str, Any],
+) -> None:
+    topic = resources["AlarmTopic"]["Properties"]
+    # alias/aws/sns would silently stop alarm notifications: CloudWatch cannot use that key.
+    assert topic["KmsMasterKeyId"] == {"Ref": "AlarmTopicKey"}
+    key = resources["AlarmTopicKey"]["Properties"]
+    assert key["EnableKeyRotation"] is True
+    grants = [
+        statement
+        for statement in key["KeyPolicy"]["Statement"]
+        if statement["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    ]
+    assert len(grants) == 1
+    assert set(grants[0]["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey*"}
+
+
+def test_alarm_email_subscription_is_optional(
+    template: dict[str, Any], resources: dict[str, Any]
+) -> None:
+    subscription = resources["AlarmEmailSubscription"]
+    assert subscription["Condition"] == "HasAlarmEmail"
+    assert subscription["Properties"]["Protocol"] == "email"
+    assert subscription["Properties"]["Endpoint"] == {"Ref": "AlarmEmail"}
+    assert template["Parameters"]["AlarmEmail"]["Default"] == ""
+    assert template["Conditions"]["HasAlarmEmail"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "AlarmEmail"}, ""]}]
+    }
+
+
+def test_dashboard_shows_every_product_metric_and_is_valid_json(
+    resources: dict[str, Any],
+) -> None:
+    body, variables = resources["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    rendered = body
+    for name, value in variables.items():
+        rendered = rendered.replace(f"${{{name}}}", value)
+    rendered = re.sub(r"\$\{[^}]+\}", "x", rendered)
+    document = json.loads(rendered)
+    metric_names = {
+        row[1]
+        for widget in document["widgets"]
+        if widget["type"] == "metric"
+        for row in widget["properties"]["metrics"]
+    }
+    assert metric_names >= DASHBOARD_METRICS
+    assert metric_names >= {"ApproximateNumberOfMessagesVisible", "Errors", "Duration"}
+    for widget in document["widgets"]:
+        for row in widget.get("properties", {}).get("metrics", []):
+            if row[0] == "PingbackGuard":
+                assert row[2:4] == ["service", "pingback-guard"]
+
+
+# ------------------------------------------------------------------ parameters and outputs
+
+
+def test_outputs_have_the_stable_names(template: dict[str, Any]) -> None:
+    assert set(template["Outputs"]) == OUTPUTS
+
+
+def test_no_output_reveals_the_callback_secret(template: dict[str, Any]) -> None:
+    for name, output in template["Outputs"].items():
+        if name == "CallbackSecretArn":
+            assert output["Value"] == {"Ref": "CallbackSecret"}
+            continue
+        assert "CallbackSecret" not in referenced_names(output["Value"]), name
+        assert "resolve:secretsmanager" not in json.dumps(output), name
+    callback_url = template["Outputs"]["CallbackUrl"]["Value"]["Fn::Sub"]
+    assert callback_url.endswith("/callback/{secret}")
+
+
+SECRET_WORDS = re.compile(r"key|secret|password|token|credential", re.IGNORECASE)
+# Named parameters that mention a secret word but hold no secret value:
+PUBLIC_ON_PURPOSE = {
+    # The NAME of the SSM SecureString, not the key.
+    "ProviderApiKeyParameterName",
+    # Served publicly at GET /2captcha.txt for the provider's domain check.
+    "PingbackVerificationToken",
+}
+
+
+def test_no_secret_value_is_a_plain_parameter(template: dict[str, Any]) -> None:
+    for name, parameter in template["Parameters"].items():
+        if SECRET_WORDS.search(name):
+            assert name in PUBLIC_ON_PURPOSE, f"{name} looks like a secret value"
+        # An SSM-typed parameter holds a public parameter's NAME (the Powertools layer), never a value.
+        assert parameter["Type"] in {"String", "Number", "AWS::SSM::Parameter::Value<String>"}
+        if parameter["Type"].startswith("AWS::SSM"):
+            assert parameter["Default"].startswith("/aws/service/")
+    assert not template["Parameters"]["ProviderApiKeyParameterName"].get("NoEcho")
+
+
+def test_no_secret_value_anywhere_in_the_template(template: dict[str, Any]) -> None:
+    text = (ROOT / "template.yaml").read_text(encoding="utf-8")
+    assert "resolve:ssm-secure" not in text
+    for node in walk(template):
+        if not isinstance(node, dict):
+            continue
+        assert "SecretString" not in node, "a literal secret value in the template"
+        if node.get("Type") == "AWS::SSM::Parameter":
+            pytest.fail("the API key parameter is created by the operator, never by the stack")
+
+
+def test_every_parameter_is_used(template: dict[str, Any]) -> None:
+    used = referenced_names({k: v for k, v in template.items() if k != "Parameters"})
+    assert set(template["Parameters"]) <= used
+
+
+def test_required_parameters_and_defaults(template: dict[str, Any]) -> None:
+    parameters = template["Parameters"]
+    expected_defaults = {
+        "Stage": "dev",
+        "LogLevel": "INFO",
+        "CallbackTimeoutSeconds": 120,
+        "PollRateMinutes": 1,
+        "RetentionSeconds": 600,
+        "PollBackoffBaseSeconds": 30,
+        "PollBackoffMaxSeconds": 300,
+        "PollerMaxRequestsPerSweep": 50,
+        "ProviderBaseUrl": "https://ocr.captchaai.com",
+        "ProviderApiKeyParameterName": "/pingback-guard/provider-api-key",
+        "ProviderBatchIds": "true",
+        "PublicBaseUrl": "",
+        "PingbackVerificationToken": "",
+        "MaxReceiveCount": 5,
+        "LogRetentionDays": 30,
+        "DueShards": 8,
+        "ResultTtlDays": 7,
+        "AlarmEmail": "",
+        "AwsEndpointUrl": "",
+    }
+    for name, default in expected_defaults.items():
+        assert parameters[name]["Default"] == default, name
+    for name in (
+        "ApiThrottlingRateLimit",
+        "ApiThrottlingBurstLimit",
+        "PollRecoveriesAlarmThreshold",
+    ):
+        assert parameters[name]["Type"] == "Number"
+
+
+def test_endpoint_override_is_absent_unless_set(template: dict[str, Any]) -> None:
+    variables = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["AWS_ENDPOINT_URL"] == {
+        "Fn::If": ["HasAwsEndpointUrl", {"Ref": "AwsEndpointUrl"}, {"Ref": "AWS::NoValue"}]
+    }
