@@ -146,6 +146,7 @@ class GetTaskSettings:
 class SubmitSettings:
     table: TableSettings
     provider: ProviderSettings
+    dead_letter_queue_url: str
     callback_secret_id: str
     secret_cache_seconds: int
     public_base_url: str
@@ -157,6 +158,7 @@ class SubmitSettings:
         return cls(
             table=TableSettings.from_env(env),
             provider=ProviderSettings.from_env(env),
+            dead_letter_queue_url=env.url("DEAD_LETTER_QUEUE_URL"),
             callback_secret_id=env.text("CALLBACK_SECRET_ID"),
             secret_cache_seconds=env.integer("SECRET_CACHE_SECONDS", 300, 0, 3600),
             public_base_url=env.url("PUBLIC_BASE_URL", required=False),

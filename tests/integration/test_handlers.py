@@ -370,6 +370,24 @@ class TestSubmit:
         stored = item(stack, task_id)
         assert stored is not None and stored["status"]["S"] == "PENDING" and "due_at" in stored
 
+    def test_given_the_table_down_the_registration_goes_to_the_dlq_and_replays(
+        self,
+        load: Callable[[str], ModuleType],
+        stack: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        module = load("submit")
+        monkeypatch.setattr(module.service, "_provider", FakeProvider())
+        monkeypatch.setattr(module.service, "_sleep", lambda _: None)
+        fail_table_writes(module)
+        answer = module.handler(event("submit_task.json"), FakeLambdaContext())
+        assert answer["statusCode"] == 202
+        task_id = json.loads(answer["body"])["task_id"]
+        assert item(stack, task_id) is None
+        load("replay").handler(TestReplay().sqs_event(stack), FakeLambdaContext())
+        stored = item(stack, task_id)
+        assert stored is not None and stored["status"]["S"] == "PENDING"
+
     def test_provider_rejection_is_422(
         self,
         load: Callable[[str], ModuleType],

@@ -32,6 +32,7 @@ COMMON_ENV = {
 FUNCTION_ENV = {
     "SubmitFunction": {
         "CALLBACK_SECRET_ID",
+        "DEAD_LETTER_QUEUE_URL",
         "PROVIDER_BASE_URL",
         "PROVIDER_API_KEY_PARAMETER",
         "PUBLIC_BASE_URL",
@@ -60,6 +61,7 @@ TABLE = "TasksTable"
 EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
     "SubmitFunction": {
         "dynamodb:UpdateItem": {TABLE},
+        "sqs:SendMessage": {"DeadLetterQueue"},
         "secretsmanager:GetSecretValue": {"CallbackSecret"},
         "ssm:GetParameter": {"ProviderApiKeyParameterName"},
     },
@@ -675,7 +677,7 @@ def test_no_secret_value_is_a_plain_parameter(template: dict[str, Any]) -> None:
     for name, parameter in template["Parameters"].items():
         if SECRET_WORDS.search(name):
             assert name in PUBLIC_ON_PURPOSE, f"{name} looks like a secret value"
-        # An SSM-typed parameter holds a public parameter's NAME (the Powertools layer), never a value.
+        # An SSM-typed parameter holds a public parameter's NAME (Powertools layer), not a value.
         assert parameter["Type"] in {"String", "Number", "AWS::SSM::Parameter::Value<String>"}
         if parameter["Type"].startswith("AWS::SSM"):
             assert parameter["Default"].startswith("/aws/service/")

@@ -5,8 +5,14 @@ import json
 import pytest
 
 from pingback_guard.domain.errors import InvalidCallbackError, StoreUnavailableError
-from pingback_guard.domain.task import DeliveryPath, StoreOutcome, TaskResult, TaskStatus
-from pingback_guard.logic.replay import ReplayService
+from pingback_guard.domain.task import (
+    CaptchaRequest,
+    DeliveryPath,
+    NewTask,
+    TaskResult,
+    TaskStatus,
+)
+from pingback_guard.logic.replay import ReplayOutcome, ReplayService
 from pingback_guard.queue.dead_letter import decode_message, encode_message
 from tests.fakes import InMemoryTaskStore, unavailable
 
@@ -23,8 +29,8 @@ def test_replay_stores_then_absorbs_duplicates() -> None:
     store = InMemoryTaskStore()
     service = ReplayService(store)
     body = encode_message(TaskResult("5", TOKEN, DeliveryPath.CALLBACK, 12.5), "x")
-    assert service.replay(body) is StoreOutcome.STORED
-    assert service.replay(body) is StoreOutcome.DUPLICATE
+    assert service.replay(body) is ReplayOutcome.STORED
+    assert service.replay(body) is ReplayOutcome.DUPLICATE
     task = store.get("5")
     assert task is not None and (task.status, task.delivered_via) == (
         TaskStatus.SOLVED,
@@ -63,3 +69,23 @@ def test_store_still_down_raises_so_sqs_retries() -> None:
 def test_malformed_messages_fail_and_are_eventually_parked(body: str) -> None:
     with pytest.raises(InvalidCallbackError):
         ReplayService(InMemoryTaskStore()).replay(body)
+
+
+def test_a_queued_registration_is_replayed_as_pending_once() -> None:
+    store = InMemoryTaskStore()
+    task = NewTask("9", CaptchaRequest("turnstile", "0x4AAA", "https://example.test"), 100.0, 220.0)
+    body = encode_message(task, "table down")
+    assert decode_message(body) == task
+    assert ReplayService(store).replay(body) is ReplayOutcome.REGISTERED
+    assert ReplayService(store).replay(body) is ReplayOutcome.DUPLICATE
+    stored = store.get("9")
+    assert stored is not None and (stored.status, stored.due_at) == (TaskStatus.PENDING, 220.0)
+
+
+def test_a_registration_replayed_after_the_result_keeps_the_result() -> None:
+    store = InMemoryTaskStore()
+    store.record_result(TaskResult("9", TOKEN, DeliveryPath.CALLBACK, 150.0))
+    task = NewTask("9", CaptchaRequest("turnstile", "0x4AAA", "https://example.test"), 100.0, 220.0)
+    assert ReplayService(store).replay(encode_message(task, "x")) is ReplayOutcome.DUPLICATE
+    stored = store.get("9")
+    assert stored is not None and stored.status is TaskStatus.SOLVED and stored.request is not None

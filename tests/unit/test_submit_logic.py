@@ -4,6 +4,7 @@ import pytest
 
 from pingback_guard.domain.errors import (
     ProviderRejectedError,
+    StoreError,
     StoreUnavailableError,
     TaskNotRecordedError,
 )
@@ -14,7 +15,7 @@ from pingback_guard.logic.submit import (
     parse_submission,
     pingback_url,
 )
-from tests.fakes import FakeProvider, InMemoryTaskStore, unavailable
+from tests.fakes import FakeDeadLetterQueue, FakeProvider, InMemoryTaskStore, unavailable
 
 VALID = {
     "method": "userrecaptcha",
@@ -60,11 +61,24 @@ def test_pingback_url() -> None:
     )
 
 
+def service(
+    store: InMemoryTaskStore,
+    provider: FakeProvider | None = None,
+    dlq: FakeDeadLetterQueue | None = None,
+) -> SubmitService:
+    return SubmitService(
+        store,
+        provider or FakeProvider(),
+        dlq or FakeDeadLetterQueue(),
+        120,
+        clock=lambda: 1000.0,
+        sleep=lambda _: None,
+    )
+
+
 def test_given_a_submission_then_pending_due_after_the_callback_timeout() -> None:
     store, provider = InMemoryTaskStore(), FakeProvider()
-    task = SubmitService(store, provider, 120, clock=lambda: 1000.0).submit(
-        parse_submission(VALID), "https://cb"
-    )
+    task = service(store, provider).submit(parse_submission(VALID), "https://cb")
     stored = store.get(task.task_id)
     assert stored is not None and stored.status is TaskStatus.PENDING and stored.due_at == 1120.0
     assert provider.submitted == [(task.task_id, "https://cb")]
@@ -73,17 +87,26 @@ def test_given_a_submission_then_pending_due_after_the_callback_timeout() -> Non
 def test_store_hiccups_are_retried() -> None:
     store, sleeps = InMemoryTaskStore(), list[float]()
     store.fail_next.extend([unavailable(), unavailable()])
-    task = SubmitService(store, FakeProvider(), 120, sleep=sleeps.append).submit(
-        parse_submission(VALID), "https://cb"
+    submitter = SubmitService(
+        store, FakeProvider(), FakeDeadLetterQueue(), 120, sleep=sleeps.append
     )
+    task = submitter.submit(parse_submission(VALID), "https://cb")
     assert store.get(task.task_id) is not None and len(sleeps) == 2
 
 
-def test_a_task_the_table_cannot_record_is_reported_with_its_id() -> None:
+def test_given_the_table_down_the_registration_is_queued_for_replay() -> None:
+    store, dlq = InMemoryTaskStore(), FakeDeadLetterQueue()
+    store.fail_next.extend([unavailable() for _ in range(4)])
+    task = service(store, dlq=dlq).submit(parse_submission(VALID), "https://cb")
+    assert [queued for queued, _ in dlq.sent] == [task]
+    assert store.get(task.task_id) is None
+
+
+def test_given_table_and_queue_down_the_error_carries_the_task_id() -> None:
     store = InMemoryTaskStore()
     store.fail_next.extend([unavailable() for _ in range(4)])
     with pytest.raises(TaskNotRecordedError) as raised:
-        SubmitService(store, FakeProvider(), 120, sleep=lambda _: None).submit(
+        service(store, dlq=FakeDeadLetterQueue(available=False)).submit(
             parse_submission(VALID), "https://cb"
         )
     assert raised.value.task_id == "70000000001"
@@ -93,15 +116,13 @@ def test_provider_rejection_records_nothing() -> None:
     store = InMemoryTaskStore()
     provider = FakeProvider(failure=lambda: ProviderRejectedError("in.php: ERROR_PAGEURL"))
     with pytest.raises(ProviderRejectedError):
-        SubmitService(store, provider, 120).submit(parse_submission(VALID), "https://cb")
+        service(store, provider).submit(parse_submission(VALID), "https://cb")
     assert store.tasks == {}
 
 
-def test_configuration_errors_are_not_retried() -> None:
-    from pingback_guard.domain.errors import StoreError
-
-    store = InMemoryTaskStore()
+def test_configuration_errors_are_not_retried_nor_queued() -> None:
+    store, dlq = InMemoryTaskStore(), FakeDeadLetterQueue()
     store.fail_next.append(StoreError("DynamoDB UpdateItem failed: ResourceNotFoundException"))
-    with pytest.raises(StoreError):
-        SubmitService(store, FakeProvider(), 120).submit(parse_submission(VALID), "https://cb")
-    assert not isinstance(StoreError("x"), StoreUnavailableError)
+    with pytest.raises(StoreError) as raised:
+        service(store, dlq=dlq).submit(parse_submission(VALID), "https://cb")
+    assert not isinstance(raised.value, StoreUnavailableError) and dlq.sent == []

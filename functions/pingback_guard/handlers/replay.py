@@ -41,7 +41,7 @@ def replay_record(record: SQSRecord) -> None:
             },
         )
         raise
-    metrics.add_metric(name=f"Replay{outcome.value.title()}", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name=outcome.value, unit=MetricUnit.Count, value=1)
     logger.info("replayed", extra={"message_id": record.message_id, "outcome": outcome.value})
 
 

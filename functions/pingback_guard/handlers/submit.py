@@ -27,8 +27,14 @@ from pingback_guard.logic.submit import (
 )
 from pingback_guard.observability import logger, metrics, tracer
 from pingback_guard.provider.captchaai import CaptchaAiClient
+from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
 from pingback_guard.settings import SubmitSettings
-from pingback_guard.wiring import api_key_reader, callback_secrets_reader, dynamodb_client
+from pingback_guard.wiring import (
+    api_key_reader,
+    callback_secrets_reader,
+    dynamodb_client,
+    sqs_client,
+)
 
 settings = SubmitSettings.from_env(os.environ)
 read_callback_secrets = callback_secrets_reader(
@@ -41,6 +47,7 @@ service = SubmitService(
         api_key_reader(settings.provider.api_key_parameter, settings.secret_cache_seconds),
         timeout=(settings.provider.connect_timeout_seconds, settings.provider.read_timeout_seconds),
     ),
+    SqsDeadLetterQueue(sqs_client(), settings.dead_letter_queue_url),
     settings.callback_timeout_seconds,
 )
 

@@ -8,7 +8,11 @@ from collections.abc import Callable, Mapping
 from urllib.parse import urlsplit
 
 from pingback_guard.data.store import TaskStore
-from pingback_guard.domain.errors import StoreUnavailableError, TaskNotRecordedError
+from pingback_guard.domain.errors import (
+    DeadLetterError,
+    StoreUnavailableError,
+    TaskNotRecordedError,
+)
 from pingback_guard.domain.task import (
     REQUEST_EXTRA_FIELDS,
     SUPPORTED_METHODS,
@@ -16,6 +20,7 @@ from pingback_guard.domain.task import (
     NewTask,
 )
 from pingback_guard.provider.client import ProviderClient
+from pingback_guard.queue.dead_letter import DeadLetterQueue
 
 SITEKEY_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 MAX_PAGE_URL_LENGTH = 2048
@@ -75,27 +80,44 @@ class SubmitService:
         self,
         store: TaskStore,
         provider: ProviderClient,
+        dead_letters: DeadLetterQueue,
         callback_timeout_seconds: float,
+        *,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = store
         self._provider = provider
+        self._dead_letters = dead_letters
         self._callback_timeout = callback_timeout_seconds
         self._clock = clock
         self._sleep = sleep
 
     def submit(self, request: CaptchaRequest, callback_url: str) -> NewTask:
-        """Provider first (it names the task), then PENDING; retried hard, or a loud error."""
+        """Provider first (it names the task), then PENDING: retried, else queued for replay.
+
+        Only when the table and the dead-letter queue both refuse does the caller get an error,
+        and that error carries the provider's task id.
+        """
         task_id = self._provider.submit(request, callback_url)
         submitted_at = self._clock()
         task = NewTask(task_id, request, submitted_at, submitted_at + self._callback_timeout)
+        try:
+            self._record(task)
+        except StoreUnavailableError as store_failure:
+            try:
+                self._dead_letters.send(task, reason=str(store_failure))
+            except DeadLetterError:
+                raise TaskNotRecordedError(task_id) from None
+        return task
+
+    def _record(self, task: NewTask) -> None:
         for attempt in range(RECORD_ATTEMPTS):
             try:
                 self._store.record_submission(task)
             except StoreUnavailableError:
-                if attempt + 1 < RECORD_ATTEMPTS:
-                    self._sleep(0.1 * 2**attempt)
-                continue
-            return task
-        raise TaskNotRecordedError(task_id)
+                if attempt + 1 >= RECORD_ATTEMPTS:
+                    raise
+                self._sleep(0.1 * 2**attempt)
+            else:
+                return

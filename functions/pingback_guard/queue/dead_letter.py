@@ -1,48 +1,90 @@
-"""DeadLetterQueue interface, its message format, and the SQS implementation (the only SQS code)."""
+"""DeadLetterQueue interface, its message format, and the SQS implementation (the only SQS code).
+
+Two kinds of write spill here when the table refuses them: a received result (the callback) and
+a PENDING registration of a task the provider already accepted (submit). The replay function
+applies both once the table is back, so neither is lost and no task stays unknown to the table.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pingback_guard.domain.errors import DeadLetterError, InvalidCallbackError
-from pingback_guard.domain.task import DeliveryPath, TaskResult, normalise_task_id
+from pingback_guard.domain.task import (
+    CaptchaRequest,
+    DeliveryPath,
+    NewTask,
+    TaskResult,
+    normalise_task_id,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
 
+RESULT_KIND = "result"
+SUBMISSION_KIND = "submission"
+DeadLetter = TaskResult | NewTask
+
 
 class DeadLetterQueue(Protocol):
-    def send(self, result: TaskResult, reason: str) -> None:
-        """Park a received result for replay; raises DeadLetterError when not accepted."""
+    def send(self, write: DeadLetter, reason: str) -> None:
+        """Keep a write the table refused, for replay; raises DeadLetterError when not accepted."""
 
 
-def encode_message(result: TaskResult, reason: str) -> str:
-    return json.dumps(
-        {
-            "task_id": result.task_id,
-            "code": result.code,
-            "received_at": result.received_at,
-            "source": result.delivered_via.value,
-            "reason": reason,
-        },
-        separators=(",", ":"),
-    )
+def encode_message(write: DeadLetter, reason: str) -> str:
+    body: dict[str, Any]
+    if isinstance(write, TaskResult):
+        body = {
+            "kind": RESULT_KIND,
+            "task_id": write.task_id,
+            "code": write.code,
+            "received_at": write.received_at,
+            "source": write.delivered_via.value,
+        }
+    else:
+        body = {
+            "kind": SUBMISSION_KIND,
+            "task_id": write.task_id,
+            "request": {
+                "method": write.request.method,
+                "sitekey": write.request.sitekey,
+                "page_url": write.request.page_url,
+                "extras": dict(write.request.extras),
+            },
+            "submitted_at": write.submitted_at,
+            "first_poll_at": write.first_poll_at,
+        }
+    return json.dumps({**body, "reason": reason}, separators=(",", ":"))
 
 
-def decode_message(body: str) -> TaskResult:
+def decode_message(body: str) -> DeadLetter:
     """A replayed result keeps its first received_at and is marked as delivered by replay."""
     try:
         document = json.loads(body)
+        task_id = normalise_task_id(document["task_id"])
+        if document.get("kind", RESULT_KIND) == SUBMISSION_KIND:
+            request = document["request"]
+            return NewTask(
+                task_id=task_id,
+                request=CaptchaRequest(
+                    method=str(request["method"]),
+                    sitekey=str(request["sitekey"]),
+                    page_url=str(request["page_url"]),
+                    extras={str(k): str(v) for k, v in dict(request.get("extras", {})).items()},
+                ),
+                submitted_at=float(document["submitted_at"]),
+                first_poll_at=float(document["first_poll_at"]),
+            )
         return TaskResult(
-            task_id=normalise_task_id(document["task_id"]),
+            task_id=task_id,
             code=str(document["code"]),
             delivered_via=DeliveryPath.REPLAY,
             received_at=float(document["received_at"]),
         )
-    except (ValueError, KeyError, TypeError) as error:
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
         reason = type(error).__name__
         raise InvalidCallbackError(f"dead-letter message is malformed: {reason}") from None
 
@@ -52,13 +94,15 @@ class SqsDeadLetterQueue:
         self._client = client
         self._queue_url = queue_url
 
-    def send(self, result: TaskResult, reason: str) -> None:
+    def send(self, write: DeadLetter, reason: str) -> None:
+        kind = RESULT_KIND if isinstance(write, TaskResult) else SUBMISSION_KIND
         try:
             self._client.send_message(
                 QueueUrl=self._queue_url,
-                MessageBody=encode_message(result, reason),
+                MessageBody=encode_message(write, reason),
                 MessageAttributes={
-                    "task_id": {"DataType": "String", "StringValue": result.task_id}
+                    "task_id": {"DataType": "String", "StringValue": write.task_id},
+                    "kind": {"DataType": "String", "StringValue": kind},
                 },
             )
         except (ClientError, BotoCoreError) as error:
