@@ -22,6 +22,7 @@ from pingback_guard.domain.task import (
     TaskStatus,
 )
 from pingback_guard.provider.answers import ProviderAnswer, classify
+from pingback_guard.queue.dead_letter import DeadLetter
 
 
 class InMemoryTaskStore:
@@ -150,13 +151,13 @@ class InMemoryTaskStore:
 
 @dataclass
 class FakeDeadLetterQueue:
-    sent: list[tuple[TaskResult, str]] = field(default_factory=list)
+    sent: list[tuple[DeadLetter, str]] = field(default_factory=list)
     available: bool = True
 
-    def send(self, result: TaskResult, reason: str) -> None:
+    def send(self, write: DeadLetter, reason: str) -> None:
         if not self.available:
             raise DeadLetterError("SQS SendMessage failed: EndpointConnectionError")
-        self.sent.append((result, reason))
+        self.sent.append((write, reason))
 
 
 @dataclass
