@@ -1,0 +1,128 @@
+"""The local HTTP API: every route the template declares, served on 127.0.0.1.
+
+It can be taken down and brought back at runtime; while down its port refuses connections.
+IAM-authorised routes accept any request: SigV4 signatures are not verified locally.
+"""
+
+import threading
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+from infra.local.apigw import (
+    INTERNAL_SERVER_ERROR,
+    MAX_BODY_BYTES,
+    NOT_FOUND,
+    SERVICE_UNAVAILABLE,
+    TOO_LARGE,
+    ApiContext,
+    HttpRequest,
+    HttpResponse,
+    RouteTable,
+    build_event,
+    map_result,
+)
+from infra.local.http_server import LOCALHOST, LocalHttpServer, QuietHandler
+from infra.local.pool import Invocation, PoolClosed
+
+Invoker = Callable[[str, Any], Invocation]
+
+
+class HttpGateway:
+    def __init__(
+        self, routes: RouteTable, invoke: Invoker, api: ApiContext, port: int, access_log: IO[str]
+    ) -> None:
+        self._routes = routes
+        self._invoke = invoke
+        self._api = api
+        self._port = port
+        self._access_log = access_log
+        self._server: LocalHttpServer | None = None
+        self._switch_lock = threading.Lock()
+        self._log_lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOCALHOST}:{self._port}"
+
+    @property
+    def is_up(self) -> bool:
+        return self._server is not None
+
+    def set_up(self, up: bool) -> None:
+        with self._switch_lock:
+            if up and self._server is None:
+                self._server = LocalHttpServer(self._port, _GatewayHandler, self)
+                self._port = self._server.port
+                self._server.start()
+            elif not up and self._server is not None:
+                self._server.stop()
+                self._server = None
+
+    def handle(self, request: HttpRequest) -> tuple[HttpResponse, str | None]:
+        """The response, and the API Gateway request id when a route was matched."""
+        matched = self._routes.match(request.method, request.raw_path)
+        if matched is None:
+            return NOT_FOUND, None
+        event = build_event(request, matched, self._api)
+        request_id = event["requestContext"]["requestId"]
+        started = time.monotonic()
+        try:
+            invocation = self._invoke(matched.route.function, event)
+        except PoolClosed:
+            return SERVICE_UNAVAILABLE, request_id
+        response = map_result(invocation.result) if invocation.ok else INTERNAL_SERVER_ERROR
+        self._log_access(request, matched.route.function, response.status, started, invocation)
+        return response, request_id
+
+    def _log_access(
+        self,
+        request: HttpRequest,
+        function: str,
+        status: int,
+        started: float,
+        invocation: Invocation,
+    ) -> None:
+        elapsed_ms = (time.monotonic() - started) * 1000
+        error = (
+            "" if invocation.ok else f" {invocation.error and invocation.error.get('errorType')}"
+        )
+        line = (
+            f"{time.strftime('%H:%M:%S')} {request.method} {request.raw_path} -> {function} "
+            f"{status} {elapsed_ms:.0f}ms{error}\n"
+        )
+        with self._log_lock:
+            self._access_log.write(line)
+            self._access_log.flush()
+
+
+class _GatewayHandler(QuietHandler):
+    server: LocalHttpServer
+
+    def do_request(self) -> None:
+        gateway: HttpGateway = self.server.app
+        body = self.read_body(MAX_BODY_BYTES)
+        if body is None:
+            self.write_response(TOO_LARGE)
+            return
+        raw_path, _, raw_query = self.path.partition("?")
+        request = HttpRequest(
+            method=self.command,
+            raw_path=raw_path,
+            raw_query=raw_query,
+            headers=list(self.headers.items()),
+            body=body,
+            source_ip=self.client_address[0],
+            domain_name=self.headers.get("host") or f"{LOCALHOST}:{self.server.port}",
+            protocol=self.request_version,
+        )
+        response, request_id = gateway.handle(request)
+        self.write_response(response, {"apigw-requestid": request_id} if request_id else None)
+
+    do_GET = do_request
+    do_POST = do_request
+    do_PUT = do_request
+    do_PATCH = do_request
+    do_DELETE = do_request
+    do_HEAD = do_request
+    do_OPTIONS = do_request

@@ -1,0 +1,80 @@
+"""Fires the template's rate() schedules, their period divided by the time scale.
+
+Invocations of one schedule never overlap locally (a late one fires as soon as the previous
+ends); failed scheduled invocations are not retried (Lambda's asynchronous retries are not
+emulated).
+"""
+
+import json
+import logging
+import threading
+import time
+import uuid
+from typing import Any
+
+from infra.local.aws import ACCOUNT_ID
+from infra.local.gateway import Invoker
+from infra.local.pool import PoolClosed
+from infra.local.sources import ScheduleSource
+
+logger = logging.getLogger(__name__)
+
+
+def scheduled_event(schedule: ScheduleSource, region: str, fired_at: float) -> Any:
+    """The event the function receives: the target's Input, or the default notification."""
+    if schedule.input is not None:
+        return json.loads(schedule.input)
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": schedule.event_source,
+        "account": ACCOUNT_ID,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(fired_at)),
+        "region": region,
+        "resources": [schedule.arn],
+        "detail": {},
+    }
+
+
+class ScheduleRunner:
+    def __init__(
+        self, schedules: list[ScheduleSource], invoke: Invoker, time_scale: float, region: str
+    ) -> None:
+        self._schedules = schedules
+        self._invoke = invoke
+        self._time_scale = time_scale
+        self._region = region
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.fired: dict[str, int] = {schedule.logical_id: 0 for schedule in schedules}
+
+    def start(self) -> None:
+        for schedule in self._schedules:
+            thread = threading.Thread(target=self._run, args=(schedule,), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def stop(self, timeout: float) -> None:
+        self._stopping.set()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _run(self, schedule: ScheduleSource) -> None:
+        period = schedule.interval_seconds / self._time_scale
+        next_fire = time.monotonic() + period
+        while not self._stopping.wait(max(0.0, next_fire - time.monotonic())):
+            fired_at = time.time()
+            try:
+                invocation = self._invoke(
+                    schedule.function, scheduled_event(schedule, self._region, fired_at)
+                )
+            except PoolClosed:
+                return
+            self.fired[schedule.logical_id] += 1
+            if not invocation.ok:
+                logger.warning(
+                    "%s: scheduled invocation failed: %s", schedule.logical_id, invocation.error
+                )
+            next_fire = max(next_fire + period, time.monotonic())

@@ -1,0 +1,407 @@
+"""The local stack: moto, the template's resources, function workers, gateway, triggers, control.
+
+with LocalStack(LocalOptions(template=Path("template.yaml"))) as stack:
+    requests.get(stack.ready.api_url + "/tasks/abc")
+"""
+
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from infra.local.apigw import ApiContext, RouteTable
+from infra.local.aws import ACCOUNT_ID, AwsEndpoint
+from infra.local.calls import CallLog
+from infra.local.control import UnknownFunction, control_server
+from infra.local.deploy import DeployedStack, deploy_stack
+from infra.local.faults import FaultRule
+from infra.local.functions import FunctionSpec, function_specs
+from infra.local.gateway import HttpGateway
+from infra.local.http_server import LOCALHOST, LocalHttpServer
+from infra.local.moto_process import MotoServer
+from infra.local.pool import FunctionPool, Invocation, worker_environment
+from infra.local.scheduler import ScheduleRunner
+from infra.local.sources import FunctionIndex, http_routes, queue_sources, schedules
+from infra.local.sqs_source import QueuePoller
+from infra.local.template import SamTemplate
+
+logger = logging.getLogger(__name__)
+
+PROVIDER_API_KEY_ENV = "CAPTCHAAI_API_KEY"
+# Contract names (docs/architecture.md): the template parameter naming the SSM parameter of the
+# provider API key, the outputs the ready line repeats, and the variables the runtime adapts.
+API_KEY_PARAMETER_NAME_PARAMETER = "ProviderApiKeyParameterName"
+TASKS_TABLE_OUTPUT = "TasksTableName"
+DLQ_URL_OUTPUT = "DeadLetterQueueUrl"
+PARKING_QUEUE_URL_OUTPUT = "ParkingQueueUrl"
+PROVIDER_BASE_URL_VARIABLE = "PROVIDER_BASE_URL"
+PUBLIC_BASE_URL_VARIABLE = "PUBLIC_BASE_URL"
+_TRIGGER_STOP_SECONDS = 3.0
+
+
+@dataclass(frozen=True)
+class LocalOptions:
+    template: Path = Path("template.yaml")
+    api_port: int = 0
+    """0: any free port (the same one is kept when the gateway comes back up)."""
+    aws_port: int = 0
+    control_port: int = 0
+    provider_url: str | None = None
+    """Sets PROVIDER_BASE_URL for every function that has it."""
+    provider_api_key: str | None = None
+    """Stored in the SSM parameter the template names; default: $CAPTCHAAI_API_KEY."""
+    time_scale: float = 1.0
+    """Schedules and SQS visibility timeouts run this many times faster."""
+    parameter_overrides: Mapping[str, str] = field(default_factory=dict)
+    workers_per_function: int = 2
+    run_dir: Path | None = None
+    """Logs go to run_dir/logs; default: a new temporary directory (kept after the run)."""
+    region: str = "us-east-1"
+    stack_name: str = "pingback-guard-local"
+
+
+@dataclass(frozen=True)
+class ReadyInfo:
+    api_url: str
+    aws_endpoint_url: str
+    control_url: str
+    tasks_table: str | None
+    dlq_url: str | None
+    parking_queue_url: str | None
+    region: str
+    stack_name: str
+    run_dir: str
+    log_dir: str
+    outputs: dict[str, str]
+    functions: dict[str, dict[str, Any]]
+    resources: dict[str, dict[str, str]]
+
+    def to_json(self) -> dict[str, Any]:
+        """The ready line: these fields, plus every resolved template output at the top level."""
+        return {
+            **self.outputs,
+            "api_url": self.api_url,
+            "aws_endpoint_url": self.aws_endpoint_url,
+            "control_url": self.control_url,
+            "tasks_table": self.tasks_table,
+            "dlq_url": self.dlq_url,
+            "parking_queue_url": self.parking_queue_url,
+            "region": self.region,
+            "stack_name": self.stack_name,
+            "run_dir": self.run_dir,
+            "log_dir": self.log_dir,
+            "outputs": self.outputs,
+            "functions": self.functions,
+            "resources": self.resources,
+        }
+
+
+class LocalStack:
+    """Start with start() (or `with`); stop() ends every process and thread it started."""
+
+    def __init__(self, options: LocalOptions) -> None:
+        if options.time_scale <= 0 or options.workers_per_function < 1:
+            raise ValueError("time_scale must be > 0 and workers_per_function >= 1")
+        self.options = options
+        self.calls = CallLog()
+        self._faults: list[FaultRule] = []
+        self._faults_lock = threading.Lock()
+        self._moto: MotoServer | None = None
+        self._pools: dict[str, FunctionPool] = {}
+        self._gateway: HttpGateway | None = None
+        self._access_log: IO[str] | None = None
+        self._schedules: ScheduleRunner | None = None
+        self._pollers: list[QueuePoller] = []
+        self._control: LocalHttpServer | None = None
+        self._ready: ReadyInfo | None = None
+
+    @property
+    def ready(self) -> ReadyInfo:
+        if self._ready is None:
+            raise RuntimeError("the local stack is not started")
+        return self._ready
+
+    def __enter__(self) -> "LocalStack":
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> ReadyInfo:
+        try:
+            self._ready = self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self._ready
+
+    def stop(self) -> None:
+        """Stop everything started so far, in reverse order; each step is bounded in time."""
+        steps: list[tuple[str, Callable[[], None]]] = [
+            ("control API", self._stop_control),
+            ("gateway", self._stop_gateway),
+            ("schedules", self._stop_schedules),
+            ("SQS pollers", self._stop_pollers),
+            ("function workers", self._stop_pools),
+            ("moto", self._stop_moto),
+        ]
+        for name, step in steps:
+            try:
+                step()
+            except Exception:
+                logger.exception("stopping the %s failed", name)
+        self._ready = None
+
+    def invoke(self, logical_id: str, event: Any) -> Invocation:
+        pool = self._pools.get(logical_id)
+        if pool is None:
+            raise UnknownFunction(logical_id)
+        return pool.invoke(event)
+
+    def set_gateway(self, up: bool) -> None:
+        assert self._gateway is not None
+        self._gateway.set_up(up)
+
+    def faults(self) -> list[FaultRule]:
+        with self._faults_lock:
+            return list(self._faults)
+
+    def set_faults(self, rules: list[FaultRule]) -> None:
+        """Replace the fault rules, in every live worker and in those started from now on."""
+        with self._faults_lock:
+            self._faults = list(rules)
+            for pool in self._pools.values():
+                pool.push_faults(self._faults)
+
+    def calls_report(self, since: int = 0) -> dict[str, Any]:
+        return self.calls.report(since)
+
+    def reset_calls(self) -> None:
+        self.calls.reset()
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "gateway_up": self._gateway is not None and self._gateway.is_up,
+            "functions": {name: pool.stats.to_json() for name, pool in self._pools.items()},
+            "schedules": dict(self._schedules.fired) if self._schedules else {},
+            "queues": {
+                poller.source.logical_id: poller.stats.to_json() for poller in self._pollers
+            },
+            "fault_rules": len(self.faults()),
+        }
+
+    def info(self) -> dict[str, Any]:
+        return self.ready.to_json()
+
+    def _start(self) -> ReadyInfo:
+        options = self.options
+        run_dir = options.run_dir or Path(tempfile.mkdtemp(prefix="pingback-guard-local-"))
+        log_dir = run_dir / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        template = SamTemplate.load(options.template)
+        parameter_values = template.parameter_values(options.parameter_overrides)
+        code_dirs = template.function_code_dirs()
+        self._moto = MotoServer(options.aws_port, log_dir / "moto.log")
+        moto = self._moto.start()
+        endpoint = AwsEndpoint(moto.url, options.region)
+        stack = deploy_stack(
+            template, parameter_values, endpoint, moto.cloudformation_types, options.stack_name
+        )
+        self._store_provider_api_key(endpoint, parameter_values)
+        specs = function_specs(stack, code_dirs)
+        functions = FunctionIndex(specs)
+        self._start_gateway(stack, functions, log_dir)
+        assert self._gateway is not None
+        self._start_pools(specs, endpoint, log_dir)
+        self._start_triggers(stack, functions, endpoint)
+        self._control = control_server(self, options.control_port)
+        self._control.start()
+        return self._ready_info(stack, endpoint, run_dir, log_dir, specs)
+
+    def _store_provider_api_key(
+        self, endpoint: AwsEndpoint, parameter_values: Mapping[str, Any]
+    ) -> None:
+        name = parameter_values.get(API_KEY_PARAMETER_NAME_PARAMETER)
+        api_key = self.options.provider_api_key or os.environ.get(PROVIDER_API_KEY_ENV)
+        if name is None:
+            return
+        if not api_key:
+            logger.warning(
+                "SSM parameter %s not created: pass --provider-api-key or set %s",
+                name,
+                PROVIDER_API_KEY_ENV,
+            )
+            return
+        endpoint.client("ssm").put_parameter(
+            Name=name, Value=api_key, Type="SecureString", Overwrite=True
+        )
+
+    def _start_gateway(self, stack: DeployedStack, functions: FunctionIndex, log_dir: Path) -> None:
+        routes = http_routes(stack, functions)
+        self._access_log = (log_dir / "gateway.log").open("a", encoding="utf-8")
+        self._gateway = HttpGateway(
+            RouteTable(routes),
+            self.invoke,
+            ApiContext(ACCOUNT_ID),
+            self.options.api_port,
+            self._access_log,
+        )
+        self._gateway.set_up(True)
+
+    def _start_pools(
+        self, specs: Mapping[str, FunctionSpec], endpoint: AwsEndpoint, log_dir: Path
+    ) -> None:
+        for logical_id, spec in specs.items():
+            environment = worker_environment(
+                spec, endpoint.url, endpoint.region, self._local_variables(spec)
+            )
+            self._pools[logical_id] = FunctionPool(
+                spec=spec,
+                environment=environment,
+                size=self.options.workers_per_function,
+                log_path=log_dir / f"{logical_id}.log",
+                calls=self.calls,
+                current_faults=self.faults,
+            )
+        starters = [threading.Thread(target=pool.start) for pool in self._pools.values()]
+        for starter in starters:
+            starter.start()
+        for starter in starters:
+            starter.join()
+        for logical_id, pool in self._pools.items():
+            if pool.stats.init_error is not None:
+                logger.warning("%s cannot start: %s", logical_id, pool.stats.init_error)
+
+    def _local_variables(self, spec: FunctionSpec) -> dict[str, str]:
+        """What the runtime changes in a function's environment to run on this machine."""
+        assert self._gateway is not None
+        variables: dict[str, str] = {}
+        if self.options.provider_url and PROVIDER_BASE_URL_VARIABLE in spec.environment:
+            variables[PROVIDER_BASE_URL_VARIABLE] = self.options.provider_url
+        if spec.environment.get(PUBLIC_BASE_URL_VARIABLE) == "":
+            # The handler's https://{domainName} default is wrong here: the gateway speaks http.
+            variables[PUBLIC_BASE_URL_VARIABLE] = self._gateway.url
+        return variables
+
+    def _start_triggers(
+        self, stack: DeployedStack, functions: FunctionIndex, endpoint: AwsEndpoint
+    ) -> None:
+        options = self.options
+        self._schedules = ScheduleRunner(
+            schedules(stack, functions), self.invoke, options.time_scale, endpoint.region
+        )
+        self._schedules.start()
+        for source in queue_sources(stack, functions, endpoint):
+            pollers = min(
+                options.workers_per_function,
+                source.maximum_concurrency or options.workers_per_function,
+            )
+            poller = QueuePoller(
+                source=source,
+                new_sqs_client=lambda: endpoint.client("sqs"),
+                invoke=self.invoke,
+                time_scale=options.time_scale,
+                region=endpoint.region,
+                pollers=pollers,
+            )
+            poller.start()
+            self._pollers.append(poller)
+
+    def _ready_info(
+        self,
+        stack: DeployedStack,
+        endpoint: AwsEndpoint,
+        run_dir: Path,
+        log_dir: Path,
+        specs: Mapping[str, FunctionSpec],
+    ) -> ReadyInfo:
+        assert self._gateway is not None
+        assert self._control is not None
+        outputs = {
+            name: _localised(value, stack.api_endpoints(), self._gateway.url)
+            for name, value in stack.outputs.items()
+        }
+        return ReadyInfo(
+            api_url=self._gateway.url,
+            aws_endpoint_url=endpoint.url,
+            control_url=f"http://{LOCALHOST}:{self._control.port}",
+            tasks_table=outputs.get(TASKS_TABLE_OUTPUT),
+            dlq_url=outputs.get(DLQ_URL_OUTPUT),
+            parking_queue_url=outputs.get(PARKING_QUEUE_URL_OUTPUT),
+            region=endpoint.region,
+            stack_name=stack.name,
+            run_dir=str(run_dir),
+            log_dir=str(log_dir),
+            outputs=outputs,
+            functions={
+                logical_id: {
+                    "function_name": spec.function_name,
+                    "log_file": str(log_dir / f"{logical_id}.log"),
+                    "init_error": self._pools[logical_id].stats.init_error,
+                }
+                for logical_id, spec in specs.items()
+            },
+            resources={
+                resource.logical_id: {
+                    "type": resource.resource_type,
+                    "physical_id": resource.physical_id,
+                    "origin": resource.origin,
+                }
+                for resource in stack.resources.resources.values()
+            },
+        )
+
+    def _stop_control(self) -> None:
+        if self._control is not None:
+            self._control.stop()
+            self._control = None
+
+    def _stop_gateway(self) -> None:
+        if self._gateway is not None:
+            self._gateway.set_up(False)
+            self._gateway = None
+        if self._access_log is not None:
+            self._access_log.close()
+            self._access_log = None
+
+    def _stop_schedules(self) -> None:
+        if self._schedules is not None:
+            self._schedules.stop(_TRIGGER_STOP_SECONDS)
+            self._schedules = None
+
+    def _stop_pollers(self) -> None:
+        for poller in self._pollers:
+            poller.stop(_TRIGGER_STOP_SECONDS)
+        self._pollers = []
+
+    def _stop_pools(self) -> None:
+        stoppers = [threading.Thread(target=pool.stop) for pool in self._pools.values()]
+        for stopper in stoppers:
+            stopper.start()
+        for stopper in stoppers:
+            stopper.join()
+        self._pools = {}
+
+    def _stop_moto(self) -> None:
+        if self._moto is not None:
+            self._moto.stop()
+            self._moto = None
+
+
+def _localised(value: str, api_endpoints: list[str], api_url: str) -> str:
+    """An output pointing at an HTTP API's execute-api URL points at the local gateway instead."""
+    for api_endpoint in api_endpoints:
+        value = value.replace(api_endpoint, api_url)
+    return value

@@ -1,0 +1,56 @@
+"""Helpers of the local runtime's tests."""
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+FIXTURE_TEMPLATE = Path(__file__).parent / "fixtures" / "template.yaml"
+PROVIDER_API_KEY = "fixture-provider-key-5b2f"
+LEAK_SENTINEL = "PINGBACK_GUARD_TEST_PARENT_ONLY"
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(interval)
+
+
+def child_pids() -> set[int]:
+    """Processes started by this test process, however deep."""
+    return descendant_pids(os.getpid())
+
+
+def descendant_pids(root: int) -> set[int]:
+    """Every process below `root` (Linux /proc), however deep."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(fields[1])
+    found: set[int] = set()
+    frontier = {root}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists() and "Z" not in _state(pid)
+
+
+def _state(pid: int) -> str:
+    try:
+        return (Path(f"/proc/{pid}") / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "Z"
