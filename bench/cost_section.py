@@ -1,0 +1,290 @@
+"""Figure 6: the cost model fed with what figure 1 measured (requests, durations, log bytes,
+the items the handlers wrote) and with what template.yaml declares."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from bench import FUNCTIONS_DIR
+from bench.cost import (
+    ASSUMPTIONS,
+    MILLION,
+    PRICES,
+    FixedInputs,
+    Invocation,
+    PathUsages,
+    Usage,
+    access_log_line_bytes,
+    fixed_monthly,
+    lambda_usage,
+    marginal_lambda_usage,
+    per_million_tasks,
+    sqs_requests_for,
+    storage_usage,
+    task_usage,
+)
+from bench.item_size import (
+    STORAGE_OVERHEAD_BYTES,
+    index_entry_size,
+    item_size,
+    strong_read_units,
+    write_units,
+)
+from bench.outcome import Headline, SectionOutcome, markdown_table
+from bench.provider import TYPICAL_TOKEN_BYTES
+from bench.table_paths import PathMeasurements, PathResult
+from bench.template_facts import (
+    HANDLER_FUNCTIONS,
+    TemplateFacts,
+    index_attributes,
+    template_facts,
+)
+from tests.support import template
+
+HANDLERS_DIR = FUNCTIONS_DIR / "pingback_guard" / "handlers"
+COLD_START_METRIC = "ColdStart"
+COLD_START_SWITCH = "capture_cold_start_metric=True"
+LOST_FRACTIONS = (0.01, 0.20)
+LAMBDA_DURATION = "Lambda duration (arm64)"
+TARGET_PER_MILLION = 10.0
+IN_PHP_LATENCY_STEP_MS = 100
+
+
+@dataclass(frozen=True)
+class TableUnits:
+    """Capacity units of each kind of table request, from the items the handlers wrote."""
+
+    pending_write: int
+    result_write: int
+    refused_write: int
+    index_write: int
+    task_read: float
+    stored_bytes: int
+
+
+def table_units(measured: PathMeasurements) -> TableUnits:
+    pending = item_size(measured.pending_item)
+    solved = item_size(measured.solved_item)
+    entry = index_entry_size(measured.pending_item, index_attributes(template(), "DueIndex"))
+    return TableUnits(
+        pending_write=write_units(pending),
+        # UpdateItem is sized by the larger of the item before and after.
+        result_write=write_units(max(pending, solved)),
+        # A refused conditional write still costs the units of the item it checked.
+        refused_write=write_units(solved),
+        index_write=write_units(entry),
+        task_read=strong_read_units(solved),
+        stored_bytes=solved + STORAGE_OVERHEAD_BYTES,
+    )
+
+
+def path_usages(measured: PathMeasurements, facts: TemplateFacts) -> PathUsages:
+    paths, units, memory = measured.paths, table_units(measured), facts.memory_mb
+    api = Usage(api_requests=1, log_bytes=access_log_line_bytes(facts.access_log_format))
+    # A PENDING write adds a DueIndex entry; storing a result removes it: one index write each.
+    stores = units.result_write + units.index_write
+    dead_letter_callback = paths["dead_letter_callback"]
+    return PathUsages(
+        submit=api
+        + _handler(paths["submit"], "submit", memory)
+        + Usage(write_units=_writes(paths["submit"]) * (units.pending_write + units.index_write)),
+        get_task=api
+        + _handler(paths["get_task"], "get_task", memory)
+        + Usage(read_units=_reads(paths["get_task"]) * units.task_read),
+        storage=storage_usage(units.stored_bytes, facts.result_ttl_days),
+        callback=api
+        + _handler(paths["callback_first"], "callback", memory)
+        + Usage(write_units=_writes(paths["callback_first"]) * stores),
+        duplicate=api
+        + _handler(paths["callback_duplicate"], "callback", memory)
+        + Usage(write_units=_writes(paths["callback_duplicate"]) * units.refused_write),
+        dead_letter=api
+        + _handler(dead_letter_callback, "callback", memory)
+        + _handler(paths["dead_letter_replay"], "replay", memory)
+        + Usage(
+            sqs_requests=_sends(dead_letter_callback)
+            * sqs_requests_for(measured.dead_letter_message_bytes)
+            + ASSUMPTIONS.sqs_event_source_requests_per_message,
+            write_units=_writes(paths["dead_letter_replay"]) * stores,
+        ),
+        poll_recovery=marginal_lambda_usage(
+            _invocation(paths["poll_recovery"], "poller"),
+            _invocation(paths["poller_empty"], "poller"),
+            _tasks_per_invocation(paths["poll_recovery"]),
+            memory,
+        )
+        + Usage(write_units=_writes(paths["poll_recovery"]) * stores),
+    )
+
+
+def _tasks_per_invocation(result: PathResult) -> float:
+    return result.tasks / result.invocations
+
+
+def _invocation(result: PathResult, handler: str) -> Invocation:
+    return result.handlers[handler].median_invocation()
+
+
+def _handler(result: PathResult, handler: str, memory_mb: int) -> Usage:
+    invocations = len(result.handlers[handler].durations_ms) / result.tasks
+    return lambda_usage(_invocation(result, handler), invocations, memory_mb)
+
+
+def _writes(result: PathResult) -> float:
+    """Writes DynamoDB answered (a write that never reached it is not billed)."""
+    answered = sum(
+        count
+        for key, count in result.tally.answered.items()
+        if key.split(".", 1)[1] in {"UpdateItem", "PutItem", "DeleteItem"}
+        and key.startswith("dynamodb.")
+    )
+    return result.per_task(answered)
+
+
+def _reads(result: PathResult) -> float:
+    return result.per_task(result.tally.table_reads)
+
+
+def _sends(result: PathResult) -> float:
+    return result.per_task(result.tally.count("sqs", frozenset({"SendMessage"})))
+
+
+def custom_metrics(measured: PathMeasurements, facts: TemplateFacts) -> set[tuple[str, ...]]:
+    """Every metric the functions can create: those the template watches, those this run
+    emitted, and a ColdStart per function that asks for it (its dimension is the function
+    name; in one process Powertools sees only one cold start, on Lambda each function has its
+    own)."""
+    service = f"service={_service_name()}"
+    watched = {(name, service) for name in facts.custom_metric_names}
+    emitted = {(name, *dimensions) for name, dimensions in measured.emitted_metrics}
+    cold_starts = {
+        (COLD_START_METRIC, f"function_name={HANDLER_FUNCTIONS[handler]}", service)
+        for handler in HANDLER_FUNCTIONS
+        if COLD_START_SWITCH in (HANDLERS_DIR / f"{handler}.py").read_text()
+    }
+    without_run_cold_start = {metric for metric in emitted if metric[0] != COLD_START_METRIC}
+    return watched | without_run_cold_start | cold_starts
+
+
+def fixed_inputs(measured: PathMeasurements, facts: TemplateFacts) -> FixedInputs:
+    empty = measured.paths["poller_empty"]
+    return FixedInputs(
+        sweeps_per_month=facts.sweeps_per_month,
+        empty_sweep=_invocation(empty, "poller"),
+        queries_per_sweep=empty.per_task(empty.tally.table_queries),
+        memory_mb=facts.memory_mb,
+        alarm_metrics=facts.alarm_metrics,
+        custom_metrics=len(custom_metrics(measured, facts)),
+        dashboards=facts.dashboards,
+        secrets=facts.secrets,
+        kms_keys=facts.kms_keys,
+    )
+
+
+def _service_name() -> str:
+    variables = template()["Globals"]["Function"]["Environment"]["Variables"]
+    return str(variables["POWERTOOLS_SERVICE_NAME"])
+
+
+def cost_outcome(measured: PathMeasurements) -> SectionOutcome:
+    facts = template_facts(template())
+    paths = path_usages(measured, facts)
+    months = {
+        lost: per_million_tasks(task_usage(paths, lost, ASSUMPTIONS)) for lost in LOST_FRACTIONS
+    }
+    fixed = fixed_monthly(fixed_inputs(measured, facts))
+    totals = {lost: sum(costs.values()) for lost, costs in months.items()}
+    low, high = LOST_FRACTIONS
+    return SectionOutcome(
+        key="cost",
+        title="6. Cost model: USD per million tasks, us-east-1 list prices",
+        data={
+            "per_million_tasks": {f"{lost:.0%} lost": costs for lost, costs in months.items()},
+            "totals_per_million_tasks": {f"{lost:.0%} lost": t for lost, t in totals.items()},
+            "fixed_monthly": fixed,
+            "fixed_monthly_total": sum(fixed.values()),
+            "table_units": asdict(table_units(measured)),
+            "path_usage_per_task": {name: asdict(usage) for name, usage in _named(paths).items()},
+            "assumptions": {**asdict(ASSUMPTIONS), "token_bytes": TYPICAL_TOKEN_BYTES},
+            "prices": asdict(PRICES),
+        },
+        headlines=[
+            Headline(
+                f"Cost per million tasks, {low:.0%} callbacks lost (logs included)",
+                f"USD {totals[low]:.3f}",
+                f"<= USD {TARGET_PER_MILLION:.0f}",
+                totals[low] <= TARGET_PER_MILLION,
+            ),
+            Headline(
+                f"Cost per million tasks, {high:.0%} callbacks lost", f"USD {totals[high]:.3f}"
+            ),
+            Headline("Fixed monthly cost (any volume)", f"USD {sum(fixed.values()):.2f}"),
+        ],
+        details=_details(months, totals, fixed, paths, facts),
+    )
+
+
+def _named(paths: PathUsages) -> dict[str, Usage]:
+    return {name: getattr(paths, name) for name in PathUsages.__dataclass_fields__}
+
+
+def _details(
+    months: dict[float, dict[str, float]],
+    totals: dict[float, float],
+    fixed: dict[str, float],
+    paths: PathUsages,
+    facts: TemplateFacts,
+) -> list[str]:
+    services = list(next(iter(months.values())))
+    breakdown = [
+        [service, *[f"{months[lost][service]:.3f}" for lost in LOST_FRACTIONS]]
+        for service in services
+    ]
+    breakdown.append(["**total**", *[f"**{totals[lost]:.3f}**" for lost in LOST_FRACTIONS]])
+    step_cost = (
+        facts.memory_mb / 1024 * IN_PHP_LATENCY_STEP_MS / 1000 * PRICES.lambda_arm_gb_second
+    ) * MILLION
+    timing_free = {lost: totals[lost] - months[lost][LAMBDA_DURATION] for lost in LOST_FRACTIONS}
+    return [
+        "USD per million tasks (each: POST /tasks, one GET /tasks/{id}, storage until TTL, and"
+        " its result by callback, or by poll recovery for the lost share;"
+        f" {ASSUMPTIONS.duplicate_fraction:.0%} duplicate callbacks,"
+        f" {ASSUMPTIONS.dead_letter_fraction:.1%} through the DLQ and replay):",
+        "",
+        *markdown_table(["service", *[f"{lost:.0%} lost" for lost in LOST_FRACTIONS]], breakdown),
+        "",
+        "Fixed monthly costs (scheduled sweeps, pollers, alarms, metrics, dashboard, secret):",
+        "",
+        *markdown_table(
+            ["item", "USD / month"],
+            [[name, f"{cost:.2f}"] for name, cost in fixed.items()]
+            + [["**total**", f"**{sum(fixed.values()):.2f}**"]],
+        ),
+        "",
+        "Usage per task on each path (from figure 1's run):",
+        "",
+        *markdown_table(
+            ["path", "API req", "Lambda inv", "GB-s", "WRU", "RRU", "SQS req", "log bytes"],
+            [_usage_row(name, usage) for name, usage in _named(paths).items()],
+        ),
+        "",
+        "Only the Lambda duration line depends on this machine's speed (in-process medians"
+        " against moto and a local simulator); everything else is counts times prices: "
+        + ", ".join(f"USD {timing_free[lost]:.3f} at {lost:.0%} lost" for lost in LOST_FRACTIONS)
+        + f" without it. Every {IN_PHP_LATENCY_STEP_MS} ms of real in.php latency in submit adds"
+        f" USD {step_cost:.2f} per million tasks.",
+    ]
+
+
+def _usage_row(name: str, usage: Usage) -> list[Any]:
+    return [
+        name,
+        f"{usage.api_requests:g}",
+        f"{usage.lambda_requests:g}",
+        f"{usage.lambda_gb_seconds:.5f}",
+        f"{usage.write_units:g}",
+        f"{usage.read_units:g}",
+        f"{usage.sqs_requests:g}",
+        f"{usage.log_bytes:,.0f}",
+    ]
