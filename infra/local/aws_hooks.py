@@ -87,6 +87,9 @@ class AwsCallHooks:
             self._send(facts, EndpointConnectionError.__name__, injected=rule.mode)
             raise EndpointConnectionError(endpoint_url=params.get("url", ""))
         context[_INJECTED] = rule.mode
+        if rule.mode == "delay":
+            time.sleep(rule.delay_seconds)
+            return None
         return _throttled(facts.service)
 
     def _account_response(

@@ -1,10 +1,11 @@
 """Fault rules: make AWS calls made inside the function workers fail, for chaos runs and tests.
 
 A rule: {"function": "CallbackFunction" | "*", "service": "dynamodb" | "*", "operation":
-"UpdateItem" | "*", "mode": "unavailable" | "throttle" | "crash", "probability": 0..1,
-"until": epoch seconds | null}. `unavailable` raises a connection error, `throttle` a
-ProvisionedThroughputExceededException/ThrottlingException, `crash` ends the worker process
-abruptly before the call is sent.
+"UpdateItem" | "*", "mode": "unavailable" | "throttle" | "crash" | "delay", "probability": 0..1,
+"until": epoch seconds | null, "delay_seconds": s}. `unavailable` raises a connection error,
+`throttle` a ProvisionedThroughputExceededException/ThrottlingException, `crash` ends the worker
+process abruptly before the call is sent, `delay` holds the call `delay_seconds` and then sends it
+(a slow store: the caller may time out while the write still happens).
 """
 
 import random
@@ -13,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-FAULT_MODES = frozenset({"unavailable", "throttle", "crash"})
+FAULT_MODES = frozenset({"unavailable", "throttle", "crash", "delay"})
+MAX_DELAY_SECONDS = 60.0
 WILDCARD = "*"
 
 
@@ -29,6 +31,7 @@ class FaultRule:
     operation: str = WILDCARD
     probability: float = 1.0
     until: float | None = None
+    delay_seconds: float = 0.0
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> "FaultRule":
@@ -41,6 +44,11 @@ class FaultRule:
         if not 0.0 <= probability <= 1.0:
             raise InvalidFaultRule("probability must be between 0 and 1")
         until = document.get("until")
+        delay_seconds = float(document.get("delay_seconds", 0.0))
+        if (document["mode"] == "delay") != (0.0 < delay_seconds <= MAX_DELAY_SECONDS):
+            raise InvalidFaultRule(
+                f"delay_seconds (0 < s <= {MAX_DELAY_SECONDS:g}) goes with mode delay, only with it"
+            )
         return cls(
             mode=str(document["mode"]),
             function=str(document.get("function", WILDCARD)),
@@ -48,6 +56,7 @@ class FaultRule:
             operation=str(document.get("operation", WILDCARD)),
             probability=probability,
             until=None if until is None else float(until),
+            delay_seconds=delay_seconds,
         )
 
     def to_json(self) -> dict[str, Any]:

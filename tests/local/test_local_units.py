@@ -239,3 +239,17 @@ def test_template_parameters_are_checked_as_cloudformation_does(tmp_path: Path) 
         loaded.parameter_values({"Rate": "61"})
     with pytest.raises(TemplateError, match="Url"):
         loaded.parameter_values({"Url": "http://x"})
+
+
+def test_delay_fault_rules_need_a_bounded_delay_and_only_delay_rules_carry_one() -> None:
+    from infra.local.faults import FaultRule, InvalidFaultRule
+
+    rule = FaultRule.from_json({"mode": "delay", "delay_seconds": 1.5, "service": "dynamodb"})
+    assert FaultRule.from_json(rule.to_json()) == rule
+    for bad in (
+        {"mode": "delay"},
+        {"mode": "delay", "delay_seconds": 61},
+        {"mode": "crash", "delay_seconds": 1},
+    ):
+        with pytest.raises(InvalidFaultRule, match="delay_seconds"):
+            FaultRule.from_json(bad)

@@ -24,7 +24,9 @@ from pingback_guard.wiring import dynamodb_client
 
 settings = ReplaySettings.from_env(os.environ)
 service = ReplayService(DynamoDbTaskStore(dynamodb_client(), settings.table))
-processor = BatchProcessor(event_type=EventType.SQS)
+# A batch whose every record fails is still a partial-failure answer, not a function error:
+# SQS retries those messages and parks them; the Errors alarm stays for real crashes.
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 def replay_record(record: SQSRecord) -> None:

@@ -1,0 +1,209 @@
+"""The verdict of a run, read from the table, the queues, the simulator's truth and the calls the
+functions made: never from the runner's own counters."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer
+
+RESULT_WRITE_MARKERS = ("solution = :code", "#status = :failed")
+CONDITION_REFUSED = "ConditionalCheckFailedException"
+TABLE_WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem", "BatchWriteItem"})
+
+
+@dataclass
+class Verdict:
+    tasks: int = 0
+    solved_at_provider: int = 0
+    failed_at_provider: int = 0
+    stored_solved: int = 0
+    stored_failed: int = 0
+    lost: list[str] = field(default_factory=list)
+    wrong_code: list[str] = field(default_factory=list)
+    unknown_in_table: list[str] = field(default_factory=list)
+    still_pending: list[str] = field(default_factory=list)
+    expired: list[str] = field(default_factory=list)
+    written_more_than_once: list[str] = field(default_factory=list)
+    dead_letter_left: int = 0
+    parked: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return not (
+            self.lost
+            or self.wrong_code
+            or self.unknown_in_table
+            or self.still_pending
+            or self.written_more_than_once
+            or self.dead_letter_left
+            or self.parked
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "passed": self.passed}
+
+
+def verdict(
+    truth: Sequence[Mapping[str, Any]],
+    table: Mapping[str, Mapping[str, Any]],
+    calls: Sequence[Mapping[str, Any]],
+    queue_depths: Mapping[str, int],
+) -> Verdict:
+    result = Verdict(tasks=len(truth))
+    writes = result_writes_per_task(calls)
+    known = {str(task["id"]) for task in truth}
+    for task in truth:
+        _judge_task(result, task, table.get(str(task["id"])), writes.get(str(task["id"]), 0))
+    result.unknown_in_table = sorted(set(table) - known)
+    result.dead_letter_left = queue_depths.get("dead_letter", 0)
+    result.parked = queue_depths.get("parking", 0)
+    return result
+
+
+def _judge_task(
+    result: Verdict, task: Mapping[str, Any], item: Mapping[str, Any] | None, writes: int
+) -> None:
+    task_id = str(task["id"])
+    solved = task["outcome"] == "solved"
+    result.solved_at_provider += int(solved)
+    result.failed_at_provider += int(not solved)
+    status = item.get("status") if item else None
+    if writes > 1:
+        result.written_more_than_once.append(task_id)
+    if status == "PENDING":
+        result.still_pending.append(task_id)
+    if status == "EXPIRED":
+        result.expired.append(task_id)
+    if solved:
+        if status != "SOLVED":
+            result.lost.append(task_id)
+        elif item is not None and item.get("solution") != task["code"]:
+            result.wrong_code.append(task_id)
+        else:
+            result.stored_solved += 1
+    elif status == "FAILED" and item is not None and item.get("error") == task["code"]:
+        result.stored_failed += 1
+    elif status != "FAILED":
+        result.lost.append(task_id)
+    else:
+        result.wrong_code.append(task_id)
+
+
+def result_writes_per_task(calls: Iterable[Mapping[str, Any]]) -> Counter[str]:
+    """Successful conditional writes that stored a solution or a failure, per task."""
+    counts: Counter[str] = Counter()
+    for call in calls:
+        if _is_result_write(call) and call.get("outcome") == "ok":
+            counts.update(call.get("task_ids") or [])
+    return counts
+
+
+def _is_result_write(call: Mapping[str, Any]) -> bool:
+    expression = call.get("update_expression") or ""
+    return call.get("operation") == "UpdateItem" and any(
+        m in expression for m in RESULT_WRITE_MARKERS
+    )
+
+
+def figures(
+    truth: Sequence[Mapping[str, Any]],
+    table: Mapping[str, Mapping[str, Any]],
+    calls: Sequence[Mapping[str, Any]],
+    simulator_stats: Mapping[str, Mapping[str, int]],
+    emitted: Mapping[str, float],
+) -> dict[str, Any]:
+    """The report's numbers: paths, delays, token ages, request and write costs per task."""
+    finished_at = {str(task["id"]): float(task["finished_at"]) for task in truth}
+    by_path: Counter[str] = Counter()
+    delays: dict[str, list[float]] = {}
+    for task_id, item in table.items():
+        via = str(item.get("delivered_via") or item.get("status", "?").lower())
+        by_path[via] += 1
+        if item.get("status") == "SOLVED" and task_id in finished_at and "received_at" in item:
+            delays.setdefault(via, []).append(float(item["received_at"]) - finished_at[task_id])
+    all_delays = [d for path in delays.values() for d in path]
+    tasks = max(len(truth), 1)
+    table_calls = [c for c in calls if c.get("service") == "dynamodb"]
+    ok_writes = [
+        c for c in table_calls if c.get("operation") in TABLE_WRITES and c.get("outcome") == "ok"
+    ]
+    return {
+        "stored_by_path": dict(by_path),
+        "duplicates_absorbed": sum(
+            1 for c in calls if _is_result_write(c) and c.get("outcome") == CONDITION_REFUSED
+        ),
+        "conflicts": int(
+            emitted.get("CallbackConflict", 0)
+            + emitted.get("ReplayConflict", 0)
+            + emitted.get("PollConflict", 0)
+        ),
+        "answered_503": int(emitted.get("CallbackUnavailable", 0)),
+        "sent_to_dead_letter_queue": int(emitted.get("CallbackToDeadLetter", 0)),
+        "recovery_delay_seconds": _percentiles(all_delays),
+        "recovery_delay_seconds_by_path": {path: _percentiles(v) for path, v in delays.items()},
+        "token_age_at_poll_recovery_seconds": _percentiles(delays.get("poll", [])),
+        "res_php_requests_per_task": round(simulator_stats["res"]["requests"] / tasks, 3),
+        "table_requests_per_task": round(len(table_calls) / tasks, 3),
+        "table_writes_per_task": round(len(ok_writes) / tasks, 3),
+        "metrics_emitted": dict(sorted(emitted.items())),
+    }
+
+
+def _percentiles(values: Sequence[float]) -> dict[str, float | int]:
+    if not values:
+        return {"count": 0}
+    ordered = sorted(values)
+    cut = (
+        statistics.quantiles(ordered, n=20, method="inclusive")
+        if len(ordered) > 1
+        else ordered * 19
+    )
+    return {
+        "count": len(ordered),
+        "p50": round(statistics.median(ordered), 2),
+        "p95": round(cut[18], 2),
+        "max": round(ordered[-1], 2),
+    }
+
+
+def table_items(pages: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Scan pages -> items by task id (the checker may Scan: it is not the product)."""
+    deserializer = TypeDeserializer()
+    items: dict[str, dict[str, Any]] = {}
+    for page in pages:
+        for raw in page.get("Items", []):
+            item = {k: deserializer.deserialize(v) for k, v in raw.items()}
+            items[str(item["task_id"])] = item
+    return items
+
+
+def emitted_metrics(log_dir: Path) -> dict[str, float]:
+    """Sum of every EMF metric the functions printed (Powertools Metrics) during the run."""
+    totals: Counter[str] = Counter()
+    for path in sorted(log_dir.glob("*")):
+        if path.is_file():
+            for line in path.read_text(errors="replace").splitlines():
+                _add_emf(totals, line)
+    return {name: float(value) for name, value in totals.items()}
+
+
+def _add_emf(totals: Counter[str], line: str) -> None:
+    start = line.find('{"_aws"')
+    if start < 0:
+        return
+    try:
+        document = json.loads(line[start:])
+        definitions = document["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return
+    for definition in definitions:
+        value = document.get(definition["Name"], 0)
+        if definition.get("Unit", "Count") == "Count":
+            totals[definition["Name"]] += sum(value) if isinstance(value, list) else value

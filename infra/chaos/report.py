@@ -1,0 +1,126 @@
+"""report.json, a readable summary, and a timeline picture of outages vs arrivals by path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from infra.chaos.runner import ChaosResult
+
+PATH_COLOURS = {"callback": "tab:green", "replay": "tab:orange", "poll": "tab:blue"}
+
+
+def write_report(result: ChaosResult, out_dir: Path) -> str:
+    document = report_document(result)
+    (out_dir / "report.json").write_text(json.dumps(document, indent=2) + "\n")
+    summary = summary_text(document)
+    (out_dir / "summary.txt").write_text(summary + "\n")
+    draw_timeline(result, out_dir / "timeline.png")
+    return summary
+
+
+def report_document(result: ChaosResult) -> dict[str, Any]:
+    scenario = result.scenario
+    return {
+        "scenario": {
+            "name": scenario.name,
+            "tasks": scenario.tasks,
+            "seed": scenario.seed,
+            "gateway_down": scenario.gateway_down.to_json(),
+            "table_down": scenario.table_down.to_json(),
+            "dead_letter_down": scenario.dead_letter_down.to_json(),
+            "crash_rate": scenario.crash_rate,
+            "slow_store_rate": scenario.slow_store_rate,
+            "late_pending_rate": scenario.late_pending_rate,
+            "callback_timeout_seconds": scenario.callback_timeout_seconds,
+            "retention_seconds": scenario.retention_seconds,
+            "poll_every_seconds": scenario.poll_every_seconds,
+            "simulator": scenario.simulator,
+        },
+        "duration_seconds": result.duration_seconds,
+        "verdict": result.verdict.to_json(),
+        "figures": result.figures,
+        "submits": result.submits,
+        "baseline": result.baseline,
+        "timeline": result.timeline.events,
+    }
+
+
+def summary_text(document: dict[str, Any]) -> str:
+    scenario, verdict, figures = document["scenario"], document["verdict"], document["figures"]
+    paths = figures["stored_by_path"]
+    delay = figures["recovery_delay_seconds"]
+    token_age = figures["token_age_at_poll_recovery_seconds"]
+    lines = [
+        f"pingback-guard chaos run '{scenario['name']}': {scenario['tasks']} tasks, seed"
+        f" {scenario['seed']}, {document['duration_seconds']} s",
+        f"  faults: gateway down {_window(scenario['gateway_down'])}, table unavailable"
+        f" {_window(scenario['table_down'])}, DLQ unavailable"
+        f" {_window(scenario['dead_letter_down'])}, {scenario['crash_rate']:.0%} handler crashes,"
+        f" {scenario['slow_store_rate']:.0%} slow stores (provider times out),"
+        " duplicated/reordered/dropped/delayed pingbacks, res.php 5xx",
+        f"  provider: {verdict['solved_at_provider']} solved,"
+        f" {verdict['failed_at_provider']} unsolvable",
+        f"  stored by path: callback {paths.get('callback', 0)}, replay {paths.get('replay', 0)},"
+        f" poll {paths.get('poll', 0)}  (failed tasks recorded: {verdict['stored_failed']})",
+        f"  duplicates absorbed {figures['duplicates_absorbed']}, conflicts {figures['conflicts']},"
+        f" 503 answers {figures['answered_503']}, to DLQ {figures['sent_to_dead_letter_queue']},"
+        f" expired {len(verdict['expired'])}",
+        f"  LOST {len(verdict['lost'])}, wrong code {len(verdict['wrong_code'])}, written more"
+        f" than once {len(verdict['written_more_than_once'])}, still pending"
+        f" {len(verdict['still_pending'])},"
+        f" unknown ids stored {len(verdict['unknown_in_table'])}, DLQ left"
+        f" {verdict['dead_letter_left']}, parked {verdict['parked']}",
+        f"  recovery delay p50 {delay.get('p50', '-')} s, p95 {delay.get('p95', '-')} s;"
+        f" token age at poll recovery p50 {token_age.get('p50', '-')} s,"
+        f" p95 {token_age.get('p95', '-')} s (a reCAPTCHA token lives 120 s)",
+        f"  res.php requests per task {figures['res_php_requests_per_task']}, table requests per"
+        f" task {figures['table_requests_per_task']}, table writes per task"
+        f" {figures['table_writes_per_task']}",
+    ]
+    baseline = document.get("baseline")
+    if baseline:
+        share = baseline["lost"] / max(baseline["solved_at_provider"], 1)
+        lines.append(
+            f"  the seed's in-memory design, same scenario: LOST {baseline['lost']} of"
+            f" {baseline['solved_at_provider']} solved ({share:.0%}), res.php requests per task"
+            f" {baseline['res_php_requests_per_task']}"
+        )
+    lines.append(f"  verdict: {'PASS' if verdict['passed'] else 'FAIL'}")
+    return "\n".join(lines)
+
+
+def _window(window: dict[str, float]) -> str:
+    return f"{window['start']:.0f}-{window['end']:.0f} s"
+
+
+def draw_timeline(result: ChaosResult, picture: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (arrivals_axis, totals_axis) = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
+    scenario = result.scenario
+    for window, label, colour in (
+        (scenario.gateway_down, "gateway down", "tab:red"),
+        (scenario.table_down, "table unavailable", "tab:purple"),
+        (scenario.dead_letter_down, "DLQ unavailable", "tab:brown"),
+    ):
+        for axis in (arrivals_axis, totals_axis):
+            axis.axvspan(window.start, window.end, alpha=0.15, color=colour, label=label)
+    rows = {via: index for index, via in enumerate(PATH_COLOURS)}
+    for via, colour in PATH_COLOURS.items():
+        times = [at for at, path in result.arrivals if path == via]
+        arrivals_axis.scatter(times, [rows[via]] * len(times), s=8, color=colour, label=via)
+        totals_axis.plot(times, range(1, len(times) + 1), color=colour, label=via)
+    arrivals_axis.set_yticks(list(rows.values()), list(rows))
+    arrivals_axis.set_title("results stored, by delivery path, against the injected outages")
+    totals_axis.set_ylabel("results stored (cumulative)")
+    totals_axis.set_xlabel("seconds since the run started")
+    handles, labels = totals_axis.get_legend_handles_labels()
+    totals_axis.legend(handles, labels, loc="upper left", fontsize="small")
+    figure.tight_layout()
+    figure.savefig(picture, dpi=110)
+    plt.close(figure)

@@ -1,0 +1,406 @@
+"""One chaos run: simulator + local stack (+ the seed's baseline), faults on a timeline, a
+steady workload, a drain, and a verdict read from the table, the queues and the simulator."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from infra.chaos.baseline import SeedBaseline
+from infra.chaos.checker import Verdict, emitted_metrics, figures, table_items, verdict
+from infra.chaos.scenario import Scenario
+from infra.chaos.workload import SubmitLog, run_schedule, submit_via_api
+from infra.local import FaultRule, LocalOptions, LocalStack, ReadyInfo
+from infra.simulator import Simulator, SimulatorConfig
+
+PROGRESS_EVERY_SECONDS = 2.0
+FINAL_STATUSES = frozenset({"SOLVED", "FAILED", "EXPIRED"})
+
+
+@dataclass
+class Timeline:
+    """What happened when, in seconds since the run started: for the report and its picture."""
+
+    events: list[tuple[float, str]] = field(default_factory=list)
+
+    def note(self, at: float, what: str) -> None:
+        self.events.append((round(at, 2), what))
+
+
+@dataclass
+class ChaosResult:
+    scenario: Scenario
+    verdict: Verdict
+    figures: dict[str, Any]
+    baseline: dict[str, Any] | None
+    submits: dict[str, Any]
+    timeline: Timeline
+    arrivals: list[tuple[float, str]]
+    started_at: float
+    duration_seconds: float
+
+
+class ChaosRun:
+    def __init__(
+        self,
+        scenario: Scenario,
+        out_dir: Path,
+        *,
+        with_baseline: bool = True,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.out_dir = out_dir
+        self.with_baseline = with_baseline
+        self._progress = progress or _print_progress
+        self.timeline = Timeline()
+        self._stop = threading.Event()
+
+    def run(self) -> ChaosResult:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        simulator = Simulator(SimulatorConfig.from_mapping(self.scenario.simulator))
+        stack: LocalStack | None = None
+        baseline_parts: tuple[Simulator, SeedBaseline] | None = None
+        try:
+            provider_url = simulator.start()
+            stack = LocalStack(self._stack_options(provider_url, simulator.api_key))
+            info = stack.start()
+            if self.with_baseline:
+                baseline_parts = self._start_baseline()
+            return self._drive(simulator, stack, info, baseline_parts)
+        finally:
+            self._stop.set()
+            if baseline_parts:
+                baseline_parts[1].stop()
+                baseline_parts[0].stop()
+            if stack is not None:
+                stack.stop()
+            simulator.stop()
+
+    def _stack_options(self, provider_url: str, api_key: str) -> LocalOptions:
+        return LocalOptions(
+            provider_url=provider_url,
+            provider_api_key=api_key,
+            time_scale=self.scenario.time_scale,
+            parameter_overrides=self.scenario.parameter_overrides(),
+            workers_per_function=3,
+            run_dir=self.out_dir / "stack",
+        )
+
+    def _start_baseline(self) -> tuple[Simulator, SeedBaseline]:
+        simulator = Simulator(SimulatorConfig.from_mapping(self.scenario.simulator))
+        provider_url = simulator.start()
+        baseline = SeedBaseline(
+            provider_url,
+            simulator.api_key,
+            callback_timeout_seconds=self.scenario.callback_timeout_seconds,
+            poll_interval_seconds=self.scenario.poll_every_seconds,
+            crash_rate=self.scenario.crash_rate,
+            seed=self.scenario.seed,
+        )
+        baseline.start()
+        return simulator, baseline
+
+    def _drive(
+        self,
+        simulator: Simulator,
+        stack: LocalStack,
+        info: ReadyInfo,
+        baseline_parts: tuple[Simulator, SeedBaseline] | None,
+    ) -> ChaosResult:
+        scenario = self.scenario
+        aws = _AwsView(info)
+        started = time.time() + 1.0
+        submits = SubmitLog()
+        threads = [
+            threading.Thread(target=self._apply_faults, args=(stack, baseline_parts, started)),
+            threading.Thread(
+                target=run_schedule,
+                args=(
+                    scenario.tasks,
+                    scenario.submit_seconds,
+                    started,
+                    submit_via_api(info.api_url),
+                    submits,
+                    self._stop,
+                ),
+            ),
+        ]
+        baseline_submits = SubmitLog()
+        if baseline_parts:
+            threads.append(
+                threading.Thread(
+                    target=run_schedule,
+                    args=(
+                        scenario.tasks,
+                        scenario.submit_seconds,
+                        started,
+                        _baseline_submit(baseline_parts[1]),
+                        baseline_submits,
+                        self._stop,
+                    ),
+                )
+            )
+        for thread in threads:
+            thread.start()
+        self._watch(simulator, aws, submits, started)
+        self._stop.set()
+        for thread in threads:
+            thread.join(timeout=60)
+        return self._conclude(simulator, stack, info, aws, submits, baseline_parts, started)
+
+    def _apply_faults(
+        self,
+        stack: LocalStack,
+        baseline_parts: tuple[Simulator, SeedBaseline] | None,
+        started: float,
+    ) -> None:
+        scenario = self.scenario
+        baseline = baseline_parts[1] if baseline_parts else None
+        events: list[tuple[float, str, Callable[[], None]]] = [
+            (0.0, "crashes, slow stores and late PENDING writes on", lambda: None),
+            (scenario.gateway_down.start, "gateway down", lambda: _gateway(stack, baseline, False)),
+            (scenario.gateway_down.end, "gateway up", lambda: _gateway(stack, baseline, True)),
+            (scenario.table_down.start, "table unavailable", lambda: None),
+            (scenario.table_down.end, "table back", lambda: None),
+            (scenario.dead_letter_down.start, "DLQ unavailable", lambda: None),
+            (scenario.dead_letter_down.end, "DLQ back", lambda: None),
+        ]
+        for at, what, action in sorted(events, key=lambda event: event[0]):
+            if self._stop.wait(max(0.0, started + at - time.time())):
+                return
+            action()
+            stack.set_faults(self._rules_active_at(at, started))
+            self.timeline.note(time.time() - started, what)
+
+    def _rules_active_at(self, at: float, started: float) -> list[FaultRule]:
+        scenario = self.scenario
+        until_faults_end = started + scenario.faults_end
+        rules = [
+            FaultRule(
+                mode="crash",
+                function="CallbackFunction",
+                service="dynamodb",
+                operation="UpdateItem",
+                probability=scenario.crash_rate,
+                until=until_faults_end,
+            ),
+            FaultRule(
+                mode="delay",
+                function="CallbackFunction",
+                service="dynamodb",
+                operation="UpdateItem",
+                probability=scenario.slow_store_rate,
+                delay_seconds=scenario.slow_store_seconds,
+                until=until_faults_end,
+            ),
+            FaultRule(
+                mode="delay",
+                function="SubmitFunction",
+                service="dynamodb",
+                operation="UpdateItem",
+                probability=scenario.late_pending_rate,
+                delay_seconds=scenario.late_pending_seconds,
+                until=until_faults_end,
+            ),
+        ]
+        if at >= scenario.table_down.start:
+            rules.insert(
+                0,
+                FaultRule(
+                    mode="unavailable", service="dynamodb", until=started + scenario.table_down.end
+                ),
+            )
+        if at >= scenario.dead_letter_down.start:
+            rules.insert(
+                0,
+                FaultRule(
+                    mode="unavailable",
+                    function="CallbackFunction",
+                    service="sqs",
+                    operation="SendMessage",
+                    until=started + scenario.dead_letter_down.end,
+                ),
+            )
+        return rules
+
+    def _watch(
+        self, simulator: Simulator, aws: _AwsView, submits: SubmitLog, started: float
+    ) -> None:
+        """Progress until the faults are over and every solved task is final, or the deadline."""
+        scenario = self.scenario
+        deadline = started + scenario.deadline
+        while time.time() < deadline:
+            time.sleep(PROGRESS_EVERY_SECONDS)
+            elapsed = time.time() - started
+            truth = simulator.tasks()
+            items = aws.items()
+            dead_letters = aws.dead_letter_depth()
+            self._progress(_progress_line(elapsed, scenario, submits, truth, items, dead_letters))
+            settled = all(
+                task["finished"] and items.get(str(task["id"]), {}).get("status") in FINAL_STATUSES
+                for task in truth
+            )
+            submitted_all = sum(submits.answers.values()) + sum(submits.errors.values())
+            if (
+                elapsed > scenario.faults_end
+                and submitted_all >= scenario.tasks
+                and settled
+                and dead_letters == 0
+            ):
+                return
+
+    def _conclude(
+        self,
+        simulator: Simulator,
+        stack: LocalStack,
+        info: ReadyInfo,
+        aws: _AwsView,
+        submits: SubmitLog,
+        baseline_parts: tuple[Simulator, SeedBaseline] | None,
+        started: float,
+    ) -> ChaosResult:
+        truth = simulator.tasks()
+        items = aws.items()
+        calls = stack.calls_report()["calls"]
+        depths = {"dead_letter": aws.dead_letter_depth(), "parking": aws.parking_depth()}
+        emitted = emitted_metrics(Path(info.log_dir))
+        arrivals = sorted(
+            (float(item["received_at"]) - started, str(item.get("delivered_via", "?")))
+            for item in items.values()
+            if "received_at" in item and item.get("status") in {"SOLVED", "FAILED"}
+        )
+        return ChaosResult(
+            scenario=self.scenario,
+            verdict=verdict(truth, items, calls, depths),
+            figures=figures(truth, items, calls, simulator.stats(), emitted),
+            baseline=_baseline_report(baseline_parts) if baseline_parts else None,
+            submits={"answers": dict(submits.answers), "errors": dict(submits.errors)},
+            timeline=self.timeline,
+            arrivals=arrivals,
+            started_at=started,
+            duration_seconds=round(time.time() - started, 1),
+        )
+
+
+class _AwsView:
+    """The checker's read-only view of the local stack's table and queues."""
+
+    def __init__(self, info: ReadyInfo) -> None:
+        session = boto3.session.Session(
+            aws_access_key_id="local",
+            aws_secret_access_key="local",  # noqa: S106 - moto accepts any credentials
+            region_name=info.region,
+        )
+        self._dynamodb = session.client("dynamodb", endpoint_url=info.aws_endpoint_url)
+        self._sqs = session.client("sqs", endpoint_url=info.aws_endpoint_url)
+        self._table = info.tasks_table or ""
+        self._dlq = info.dlq_url or ""
+        self._parking = info.parking_queue_url or ""
+
+    def items(self) -> dict[str, dict[str, Any]]:
+        pages = self._dynamodb.get_paginator("scan").paginate(TableName=self._table)
+        return table_items(pages)
+
+    def dead_letter_depth(self) -> int:
+        return self._depth(self._dlq)
+
+    def parking_depth(self) -> int:
+        return self._depth(self._parking)
+
+    def _depth(self, queue_url: str) -> int:
+        attributes = self._sqs.get_queue_attributes(
+            QueueUrl=queue_url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        return sum(int(value) for value in attributes.values())
+
+
+def _gateway(stack: LocalStack, baseline: SeedBaseline | None, up: bool) -> None:
+    stack.set_gateway(up)
+    if baseline is not None:
+        if up:
+            baseline.come_back()
+        else:
+            baseline.go_down()
+
+
+def _baseline_submit(baseline: SeedBaseline) -> Callable[[SubmitLog], None]:
+    def submit(log: SubmitLog) -> None:
+        try:
+            log.note(
+                200,
+                baseline.submit(
+                    "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
+                    "https://www.google.com/recaptcha/api2/demo",
+                ),
+            )
+        except Exception as error:
+            log.failed(type(error).__name__)
+
+    return submit
+
+
+def _baseline_report(parts: tuple[Simulator, SeedBaseline]) -> dict[str, Any]:
+    simulator, baseline = parts
+    truth = simulator.tasks()
+    results = baseline.results()
+    solved = [t for t in truth if t["outcome"] == "solved"]
+    kept = sum(1 for t in solved if results.get(str(t["id"])) == t["code"])
+    return {
+        "tasks": len(truth),
+        "solved_at_provider": len(solved),
+        "results_kept": kept,
+        "lost": len(solved) - kept,
+        "res_php_requests_per_task": round(
+            simulator.stats()["res"]["requests"] / max(len(truth), 1), 3
+        ),
+        "callbacks_answered_500": baseline.counters.callbacks_refused_by_crash,
+        "restarts": baseline.counters.restarts,
+    }
+
+
+def _progress_line(
+    elapsed: float,
+    scenario: Scenario,
+    submits: SubmitLog,
+    truth: list[dict[str, Any]],
+    items: dict[str, dict[str, Any]],
+    dead_letters: int,
+) -> str:
+    paths = Counter(
+        str(i.get("delivered_via", "")) for i in items.values() if i.get("status") == "SOLVED"
+    )
+    statuses = Counter(str(i.get("status")) for i in items.values())
+    active = [
+        name
+        for name, window in (
+            ("gateway down", scenario.gateway_down),
+            ("table down", scenario.table_down),
+            ("DLQ down", scenario.dead_letter_down),
+        )
+        if window.start <= elapsed < window.end
+    ]
+    return (
+        f"[{elapsed:6.1f}s] submitted {sum(submits.answers.values())}/{scenario.tasks}"
+        f" | provider finished {sum(1 for t in truth if t['finished'])}"
+        f" | stored: callback {paths['callback']} replay {paths['replay']} poll {paths['poll']}"
+        f" failed {statuses['FAILED']} | pending {statuses['PENDING']} | DLQ {dead_letters}"
+        f" | {', '.join(active) or 'no outage'}"
+    )
+
+
+def _print_progress(line: str) -> None:
+    if sys.stdout.isatty():
+        sys.stdout.write("\r\033[K" + line)
+    else:
+        sys.stdout.write(line + "\n")
+    sys.stdout.flush()

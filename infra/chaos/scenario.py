@@ -1,0 +1,140 @@
+"""What a chaos run does and when: workload size, fault windows, timings, simulator settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Window:
+    """A fault active from ``start`` for ``length`` seconds after the run starts."""
+
+    start: float
+    length: float
+
+    @property
+    def end(self) -> float:
+        return self.start + self.length
+
+    def to_json(self) -> dict[str, float]:
+        return {"start": self.start, "end": self.end}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    tasks: int
+    seed: int
+    submit_seconds: float
+    gateway_down: Window
+    table_down: Window
+    dead_letter_down: Window
+    crash_rate: float
+    slow_store_rate: float
+    slow_store_seconds: float
+    late_pending_rate: float
+    late_pending_seconds: float
+    callback_timeout_seconds: float
+    retention_seconds: float
+    poll_every_seconds: float
+    backoff_base_seconds: float
+    backoff_max_seconds: float
+    simulator: dict[str, Any]
+    drain_grace_seconds: float
+
+    @property
+    def faults_end(self) -> float:
+        windows = (self.gateway_down, self.table_down, self.dead_letter_down)
+        return max(self.submit_seconds, *(window.end for window in windows))
+
+    @property
+    def deadline(self) -> float:
+        """By then every task must be final: the last submit, plus retention, plus slack."""
+        return max(self.faults_end, self.submit_seconds + self.retention_seconds) + (
+            self.drain_grace_seconds
+        )
+
+    def parameter_overrides(self) -> dict[str, str]:
+        return {
+            "CallbackTimeoutSeconds": _number(self.callback_timeout_seconds),
+            "RetentionSeconds": _number(self.retention_seconds),
+            "PollBackoffBaseSeconds": _number(self.backoff_base_seconds),
+            "PollBackoffMaxSeconds": _number(self.backoff_max_seconds),
+            "PollRateMinutes": "1",
+        }
+
+    @property
+    def time_scale(self) -> float:
+        """The template's 1-minute schedule, run every ``poll_every_seconds``."""
+        return 60.0 / self.poll_every_seconds
+
+    def with_size(self, tasks: int | None, seed: int | None) -> Scenario:
+        return replace(self, tasks=tasks or self.tasks, seed=self.seed if seed is None else seed)
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if value == int(value) else str(value)
+
+
+def _simulator(seed: int, pingback_timeout: float) -> dict[str, Any]:
+    return {
+        "seed": seed,
+        "solve_time": {
+            "kind": "lognormal",
+            "median_seconds": 12,
+            "sigma": 0.8,
+            "min_seconds": 0.5,
+            "max_seconds": 60,
+        },
+        "unsolvable_rate": 0.05,
+        "result_retention_seconds": 600,
+        "pingback_method": "mixed",
+        "pingback_timeout_seconds": pingback_timeout,
+        "pingback_drop_rate": 0.05,
+        "pingback_duplicate_rate": 0.1,
+        "pingback_reorder_window": 2,
+        "pingback_delay": [0, 3],
+        "res_5xx_rate": 0.05,
+        "res_slow_rate": 0.02,
+        "res_slow_seconds": 3,
+    }
+
+
+CI = Scenario(
+    name="ci",
+    tasks=300,
+    seed=20261129,
+    submit_seconds=60,
+    gateway_down=Window(10, 30),
+    table_down=Window(50, 60),
+    dead_letter_down=Window(65, 20),
+    crash_rate=0.05,
+    slow_store_rate=0.05,
+    slow_store_seconds=3,
+    late_pending_rate=0.1,
+    late_pending_seconds=1.5,
+    callback_timeout_seconds=20,
+    retention_seconds=150,
+    poll_every_seconds=5,
+    backoff_base_seconds=5,
+    backoff_max_seconds=20,
+    simulator=_simulator(20261129, pingback_timeout=2),
+    drain_grace_seconds=30,
+)
+
+DEMO = replace(
+    CI,
+    name="demo",
+    tasks=120,
+    submit_seconds=40,
+    gateway_down=Window(8, 20),
+    table_down=Window(35, 30),
+    dead_letter_down=Window(42, 12),
+    retention_seconds=90,
+    simulator={**CI.simulator, "solve_time": {**CI.simulator["solve_time"], "median_seconds": 8}},
+)
+
+FULL = replace(CI, name="full", tasks=2000, submit_seconds=120)
+
+PROFILES = {scenario.name: scenario for scenario in (DEMO, CI, FULL)}

@@ -1,0 +1,70 @@
+"""The worker side of a chaos run: tasks submitted through POST /tasks on a steady schedule."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import requests
+
+SITEKEY = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-"
+PAGE_URL = "https://www.google.com/recaptcha/api2/demo"
+SUBMIT_THREADS = 4
+
+
+@dataclass
+class SubmitLog:
+    accepted: list[str] = field(default_factory=list)
+    answers: Counter[int] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def note(self, status: int, task_id: str | None) -> None:
+        with self.lock:
+            self.answers[status] += 1
+            if task_id:
+                self.accepted.append(task_id)
+
+    def failed(self, reason: str) -> None:
+        with self.lock:
+            self.errors[reason] += 1
+
+
+def submit_via_api(api_url: str) -> Callable[[SubmitLog], None]:
+    session = requests.Session()
+
+    def submit(log: SubmitLog) -> None:
+        try:
+            answer = session.post(
+                f"{api_url}/tasks",
+                json={"method": "userrecaptcha", "sitekey": SITEKEY, "page_url": PAGE_URL},
+                timeout=30,
+            )
+        except requests.RequestException as error:
+            log.failed(type(error).__name__)
+            return
+        body = answer.json() if answer.headers.get("content-type") == "application/json" else {}
+        log.note(answer.status_code, body.get("task_id"))
+
+    return submit
+
+
+def run_schedule(
+    count: int,
+    spread_seconds: float,
+    started: float,
+    submit: Callable[[SubmitLog], None],
+    log: SubmitLog,
+    stop: threading.Event,
+) -> None:
+    """Submit ``count`` tasks evenly over ``spread_seconds`` from ``started`` (bounded threads)."""
+    with ThreadPoolExecutor(max_workers=SUBMIT_THREADS, thread_name_prefix="submit") as pool:
+        for index in range(count):
+            due = started + index * spread_seconds / max(count, 1)
+            if stop.wait(max(0.0, due - time.time())):
+                return
+            pool.submit(submit, log)
