@@ -15,6 +15,7 @@ STAMP := $(VENV)/.installed
 
 help:
 	@echo "make demo   - run the whole stack locally against moto + the simulator, with the chaos proof"
+	@echo "make chaos  - the chaos run (PROFILE=ci|full, TASKS=N, SEED=S); report in out/chaos/"
 	@echo "make test   - lint, type checks, template checks and every test suite"
 	@echo "make bench  - benchmarks (bench/results.json + Markdown table)"
 
@@ -42,6 +43,12 @@ integration: $(STAMP)
 
 test: lint typecheck template-check $(STAMP)
 	$(VENV)/bin/pytest -q
+
+demo: $(STAMP)
+	$(PY) -m infra.chaos --profile demo --out out/chaos
+
+chaos: $(STAMP)
+	$(PY) -m infra.chaos --profile $(or $(PROFILE),ci) --out out/chaos $(if $(TASKS),--tasks $(TASKS)) $(if $(SEED),--seed $(SEED))
 
 bench: $(STAMP)
 	$(PY) -m bench

@@ -116,7 +116,7 @@ def draw_timeline(result: ChaosResult, picture: Path) -> None:
         arrivals_axis.scatter(times, [rows[via]] * len(times), s=8, color=colour, label=via)
         totals_axis.plot(times, range(1, len(times) + 1), color=colour, label=via)
     arrivals_axis.set_yticks(list(rows.values()), list(rows))
-    arrivals_axis.set_title("results stored, by delivery path, against the injected outages")
+    arrivals_axis.set_title("when each result first reached the stack, by the path that stored it")
     totals_axis.set_ylabel("results stored (cumulative)")
     totals_axis.set_xlabel("seconds since the run started")
     handles, labels = totals_axis.get_legend_handles_labels()

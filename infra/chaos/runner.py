@@ -390,7 +390,7 @@ def _progress_line(
         if window.start <= elapsed < window.end
     ]
     return (
-        f"[{elapsed:6.1f}s] submitted {sum(submits.answers.values())}/{scenario.tasks}"
+        f"[{elapsed:6.1f}s] submitted {len(submits.accepted)}/{scenario.tasks}"
         f" | provider finished {sum(1 for t in truth if t['finished'])}"
         f" | stored: callback {paths['callback']} replay {paths['replay']} poll {paths['poll']}"
         f" failed {statuses['FAILED']} | pending {statuses['PENDING']} | DLQ {dead_letters}"

@@ -91,13 +91,15 @@ def _simulator(seed: int, pingback_timeout: float) -> dict[str, Any]:
         "result_retention_seconds": 600,
         "pingback_method": "mixed",
         "pingback_timeout_seconds": pingback_timeout,
-        "pingback_drop_rate": 0.05,
-        "pingback_duplicate_rate": 0.1,
-        "pingback_reorder_window": 2,
-        "pingback_delay": [0, 3],
-        "res_5xx_rate": 0.05,
-        "res_slow_rate": 0.02,
-        "res_slow_seconds": 3,
+        "faults": {
+            "pingback_drop_rate": 0.05,
+            "pingback_duplicate_rate": 0.1,
+            "pingback_reorder_window": 2,
+            "pingback_delay": [0, 3],
+            "res_5xx_rate": 0.05,
+            "res_slow_rate": 0.02,
+            "res_slow_seconds": 3,
+        },
     }
 
 
@@ -126,11 +128,11 @@ CI = Scenario(
 DEMO = replace(
     CI,
     name="demo",
-    tasks=120,
-    submit_seconds=40,
-    gateway_down=Window(8, 20),
-    table_down=Window(35, 30),
-    dead_letter_down=Window(42, 12),
+    tasks=150,
+    submit_seconds=60,
+    gateway_down=Window(10, 15),
+    table_down=Window(40, 30),
+    dead_letter_down=Window(50, 10),
     retention_seconds=90,
     simulator={**CI.simulator, "solve_time": {**CI.simulator["solve_time"], "median_seconds": 8}},
 )

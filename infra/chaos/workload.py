@@ -14,6 +14,8 @@ import requests
 SITEKEY = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-"
 PAGE_URL = "https://www.google.com/recaptcha/api2/demo"
 SUBMIT_THREADS = 4
+SUBMIT_PATIENCE_SECONDS = 90.0
+RETRY_PAUSE_SECONDS = 2.0
 
 
 @dataclass
@@ -35,20 +37,33 @@ class SubmitLog:
 
 
 def submit_via_api(api_url: str) -> Callable[[SubmitLog], None]:
+    """A worker that retries a refused connection, as any worker would while the API is down.
+
+    A 503 is not retried: it may carry the id of a task the provider already accepted.
+    """
     session = requests.Session()
 
     def submit(log: SubmitLog) -> None:
-        try:
-            answer = session.post(
-                f"{api_url}/tasks",
-                json={"method": "userrecaptcha", "sitekey": SITEKEY, "page_url": PAGE_URL},
-                timeout=30,
-            )
-        except requests.RequestException as error:
-            log.failed(type(error).__name__)
+        give_up = time.monotonic() + SUBMIT_PATIENCE_SECONDS
+        while True:
+            try:
+                answer = session.post(
+                    f"{api_url}/tasks",
+                    json={"method": "userrecaptcha", "sitekey": SITEKEY, "page_url": PAGE_URL},
+                    timeout=30,
+                )
+            except requests.ConnectionError as error:
+                if time.monotonic() < give_up:
+                    time.sleep(RETRY_PAUSE_SECONDS)
+                    continue
+                log.failed(type(error).__name__)
+                return
+            except requests.RequestException as error:
+                log.failed(type(error).__name__)
+                return
+            json_body = answer.headers.get("content-type") == "application/json"
+            log.note(answer.status_code, (answer.json() if json_body else {}).get("task_id"))
             return
-        body = answer.json() if answer.headers.get("content-type") == "application/json" else {}
-        log.note(answer.status_code, body.get("task_id"))
 
     return submit
 

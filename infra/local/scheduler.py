@@ -74,7 +74,11 @@ class ScheduleRunner:
                 return
             self.fired[schedule.logical_id] += 1
             if not invocation.ok:
+                error = invocation.error or {}
                 logger.warning(
-                    "%s: scheduled invocation failed: %s", schedule.logical_id, invocation.error
+                    "%s: scheduled invocation failed: %s: %s (trace in the function's log)",
+                    schedule.logical_id,
+                    error.get("errorType"),
+                    error.get("errorMessage"),
                 )
             next_fire = max(next_fire + period, time.monotonic())

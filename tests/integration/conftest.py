@@ -1,15 +1,21 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
+import importlib
+import json
+import sys
+from collections.abc import Callable, Iterator
+from types import ModuleType
 from typing import Any
 
 import boto3
 import pytest
+from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 
 from infra.moto_atomic import make_dynamodb_writes_atomic
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.settings import TableSettings
+from tests.integration.handler_support import API_KEY, PREVIOUS_SECRET, SECRET, TABLE
 from tests.support import create_tasks_table
 
 TABLE_NAME = "pingback-guard-tasks-test"
@@ -43,3 +49,59 @@ def table_settings() -> TableSettings:
 @pytest.fixture
 def dynamo_store(dynamodb: Any, table_settings: TableSettings) -> DynamoDbTaskStore:
     return DynamoDbTaskStore(dynamodb, table_settings)
+
+
+@pytest.fixture
+def stack(aws: None, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+    create_tasks_table(dynamodb, TABLE)
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    parking = sqs.create_queue(QueueName="pg-parking")["QueueUrl"]
+    parking_arn = sqs.get_queue_attributes(QueueUrl=parking, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    dlq = sqs.create_queue(
+        QueueName="pg-dead-letter",
+        Attributes={
+            "RedrivePolicy": json.dumps(
+                {"deadLetterTargetArn": parking_arn, "maxReceiveCount": "5"}
+            )
+        },
+    )["QueueUrl"]
+    secret_arn = boto3.client("secretsmanager", region_name="us-east-1").create_secret(
+        Name="pg-callback-secret",
+        SecretString=json.dumps({"current": SECRET, "previous": PREVIOUS_SECRET}),
+    )["ARN"]
+    boto3.client("ssm", region_name="us-east-1").put_parameter(
+        Name="/pg/provider-api-key", Value=API_KEY, Type="SecureString"
+    )
+    env = {
+        "TASKS_TABLE_NAME": TABLE,
+        "DUE_INDEX_NAME": "DueIndex",
+        "DUE_SHARDS": "4",
+        "DEAD_LETTER_QUEUE_URL": dlq,
+        "CALLBACK_SECRET_ID": secret_arn,
+        "PROVIDER_API_KEY_PARAMETER": "/pg/provider-api-key",
+        "PROVIDER_BASE_URL": "https://provider.invalid",
+        "PINGBACK_VERIFICATION_TOKEN": "verify-me-123",
+        "POLLER_DEADLINE_MARGIN_SECONDS": "1",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    parameters.clear_caches()
+    return {"dynamodb": dynamodb, "sqs": sqs, "dlq": dlq, "parking": parking}
+
+
+@pytest.fixture
+def load(stack: dict[str, Any]) -> Iterator[Callable[[str], ModuleType]]:
+    loaded: list[str] = []
+
+    def load_handler(name: str) -> ModuleType:
+        module_name = f"pingback_guard.handlers.{name}"
+        sys.modules.pop(module_name, None)
+        loaded.append(module_name)
+        return importlib.import_module(module_name)
+
+    yield load_handler
+    for module_name in loaded:
+        sys.modules.pop(module_name, None)

@@ -5,133 +5,28 @@ from __future__ import annotations
 
 import base64
 import copy
-import importlib
 import json
-import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-import boto3
 import pytest
-from aws_lambda_powertools.utilities import parameters
 from botocore.exceptions import EndpointConnectionError
 
 from pingback_guard.domain.errors import ProviderRejectedError
 from tests.fakes import FakeProvider
+from tests.integration.handler_support import (
+    API_KEY,
+    PREVIOUS_SECRET,
+    SECRET,
+    TOKEN,
+    callback_get,
+    emitted_metrics,
+    event,
+    fail_table_writes,
+    item,
+)
 from tests.lambda_context import FakeLambdaContext
-from tests.support import create_tasks_table
-
-ROOT = Path(__file__).resolve().parent.parent.parent
-EVENT_DIRS = (ROOT / "tests" / "events", ROOT / "events")
-SECRET = "PgLocalCallbackSecretForTestsOnly0000001"
-PREVIOUS_SECRET = "PgPreviousSecretStillAccepted000000002"
-API_KEY = "0123456789abcdef0123456789abcdef"
-TABLE = "pg-tasks"
-TOKEN = "03AFcWeA" + "H" * 700
-
-
-def event(name: str) -> dict[str, Any]:
-    """Raw generated events live in tests/events; the `sam local invoke` samples in events/."""
-    path = next(folder / name for folder in EVENT_DIRS if (folder / name).exists())
-    loaded: dict[str, Any] = json.loads(path.read_text())
-    return loaded
-
-
-def callback_get(task_id: str, code: str, secret: str = SECRET) -> dict[str, Any]:
-    shaped = event("callback_get_captchaai.json")
-    shaped["pathParameters"] = {"secret": secret}
-    shaped["rawPath"] = shaped["requestContext"]["http"]["path"] = f"/callback/{secret}"
-    shaped["queryStringParameters"] = {"id": task_id, "code": code}
-    shaped["rawQueryString"] = f"id={task_id}&code={code}"
-    return shaped
-
-
-@pytest.fixture
-def stack(aws: None, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-    create_tasks_table(dynamodb, TABLE)
-    sqs = boto3.client("sqs", region_name="us-east-1")
-    parking = sqs.create_queue(QueueName="pg-parking")["QueueUrl"]
-    parking_arn = sqs.get_queue_attributes(QueueUrl=parking, AttributeNames=["QueueArn"])[
-        "Attributes"
-    ]["QueueArn"]
-    dlq = sqs.create_queue(
-        QueueName="pg-dead-letter",
-        Attributes={
-            "RedrivePolicy": json.dumps(
-                {"deadLetterTargetArn": parking_arn, "maxReceiveCount": "5"}
-            )
-        },
-    )["QueueUrl"]
-    secret_arn = boto3.client("secretsmanager", region_name="us-east-1").create_secret(
-        Name="pg-callback-secret",
-        SecretString=json.dumps({"current": SECRET, "previous": PREVIOUS_SECRET}),
-    )["ARN"]
-    boto3.client("ssm", region_name="us-east-1").put_parameter(
-        Name="/pg/provider-api-key", Value=API_KEY, Type="SecureString"
-    )
-    env = {
-        "TASKS_TABLE_NAME": TABLE,
-        "DUE_INDEX_NAME": "DueIndex",
-        "DUE_SHARDS": "4",
-        "DEAD_LETTER_QUEUE_URL": dlq,
-        "CALLBACK_SECRET_ID": secret_arn,
-        "PROVIDER_API_KEY_PARAMETER": "/pg/provider-api-key",
-        "PROVIDER_BASE_URL": "https://provider.invalid",
-        "PINGBACK_VERIFICATION_TOKEN": "verify-me-123",
-        "POLLER_DEADLINE_MARGIN_SECONDS": "1",
-    }
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    parameters.clear_caches()
-    return {"dynamodb": dynamodb, "sqs": sqs, "dlq": dlq, "parking": parking}
-
-
-@pytest.fixture
-def load(stack: dict[str, Any]) -> Iterator[Callable[[str], ModuleType]]:
-    loaded: list[str] = []
-
-    def load_handler(name: str) -> ModuleType:
-        module_name = f"pingback_guard.handlers.{name}"
-        sys.modules.pop(module_name, None)
-        loaded.append(module_name)
-        return importlib.import_module(module_name)
-
-    yield load_handler
-    for module_name in loaded:
-        sys.modules.pop(module_name, None)
-
-
-def item(stack: dict[str, Any], task_id: str) -> dict[str, Any] | None:
-    found = stack["dynamodb"].get_item(
-        TableName=TABLE, Key={"task_id": {"S": task_id}}, ConsistentRead=True
-    )
-    return found.get("Item")
-
-
-def fail_table_writes(module: ModuleType) -> None:
-    def unavailable(**_: Any) -> None:
-        raise EndpointConnectionError(endpoint_url="https://dynamodb.test")
-
-    module.service._store._client.meta.events.register(
-        "before-send.dynamodb.UpdateItem", unavailable
-    )
-
-
-def emitted_metrics(output: str) -> dict[str, float]:
-    totals: dict[str, float] = {}
-    for line in output.splitlines():
-        if '"_aws"' not in line:
-            continue
-        document = json.loads(line)
-        for definition in document["_aws"]["CloudWatchMetrics"][0]["Metrics"]:
-            value = document[definition["Name"]]
-            totals[definition["Name"]] = totals.get(definition["Name"], 0) + (
-                sum(value) if isinstance(value, list) else value
-            )
-    return totals
 
 
 class TestCallback:

@@ -189,3 +189,15 @@ def test_a_store_failure_leaves_the_task_due_for_the_next_sweep(store: InMemoryT
     task = store.get("1")
     assert task is not None and task.status is TaskStatus.PENDING
     assert service.sweep(now=SUBMITTED + 140, remaining_seconds=plenty).recovered == 1
+
+
+def test_an_unreadable_due_index_ends_the_sweep_quietly_for_the_next_one(
+    store: InMemoryTaskStore,
+) -> None:
+    pending(store, "1")
+    store.fail_next.append(unavailable())
+    provider = FakeProvider(answers={"1": TOKEN})
+    service = poller(store, provider)
+    report = service.sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
+    assert (report.store_errors, report.due, provider.requests) == (1, 0, [])
+    assert service.sweep(now=SUBMITTED + 140, remaining_seconds=plenty).recovered == 1

@@ -128,7 +128,7 @@ def parse_callback(request: CallbackRequest, received_at: float) -> TaskResult:
     code = fields.get("code", "")
     if not is_plausible_token(code):
         raise InvalidCallbackError(
-            f"code must be 1 to {MAX_CODE_LENGTH} printable characters without spaces"
+            f"code must be 1 to {MAX_CODE_LENGTH} token characters [A-Za-z0-9_.=:|-]"
         )
     return TaskResult(task_id, code, DeliveryPath.CALLBACK, received_at)
 

@@ -82,7 +82,11 @@ class PollerService:
     def sweep(self, now: float, remaining_seconds: Callable[[], float]) -> SweepReport:
         """Poll due PENDING tasks in batches until done, out of budget or out of time."""
         report = SweepReport()
-        due = self._store.due_tasks(now, limit=self._policy.max_tasks_per_sweep)
+        try:
+            due = self._store.due_tasks(now, limit=self._policy.max_tasks_per_sweep)
+        except StoreError:
+            report.store_errors += 1  # the next sweep finds the same tasks still due
+            return report
         report.due = len(due)
         for batch in _chunks(due, self._policy.ids_per_request):
             if remaining_seconds() < self._policy.deadline_margin_seconds:

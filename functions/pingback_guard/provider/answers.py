@@ -33,7 +33,9 @@ ACCOUNT_ERRORS = frozenset(
 )
 RETRYABLE_ERRORS = frozenset({"ERROR_NO_SLOT_AVAILABLE", "MAX_USER_TURN"})
 RATE_LIMIT_ERROR = re.compile(r"ERROR: ?100[1-5]")
-TOKEN_PATTERN = re.compile(r"[!-~]+")  # printable ASCII, no whitespace
+# reCAPTCHA, hCaptcha and Turnstile tokens are base64url and dots; '=', ':' and '|' allow other
+# providers' formats. Anything else (quotes, brackets, spaces) is refused at the edge.
+TOKEN_PATTERN = re.compile(r"[A-Za-z0-9_.=:|-]+")
 
 
 class AnswerKind(StrEnum):
