@@ -33,6 +33,7 @@ class Verdict:
     written_more_than_once: list[str] = field(default_factory=list)
     dead_letter_left: int = 0
     parked: int = 0
+    forged_accepted: int = 0
 
     @property
     def passed(self) -> bool:
@@ -44,6 +45,7 @@ class Verdict:
             or self.written_more_than_once
             or self.dead_letter_left
             or self.parked
+            or self.forged_accepted
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -42,6 +42,7 @@ def report_document(result: ChaosResult) -> dict[str, Any]:
         "verdict": result.verdict.to_json(),
         "figures": result.figures,
         "submits": result.submits,
+        "forged_callbacks": result.forged,
         "baseline": result.baseline,
         "timeline": result.timeline.events,
     }
@@ -52,6 +53,7 @@ def summary_text(document: dict[str, Any]) -> str:
     paths = figures["stored_by_path"]
     delay = figures["recovery_delay_seconds"]
     token_age = figures["token_age_at_poll_recovery_seconds"]
+    forged_sent = sum(document["forged_callbacks"]["answers"].values())
     lines = [
         f"pingback-guard chaos run '{scenario['name']}': {scenario['tasks']} tasks, seed"
         f" {scenario['seed']}, {document['duration_seconds']} s",
@@ -72,6 +74,8 @@ def summary_text(document: dict[str, Any]) -> str:
         f" {len(verdict['still_pending'])},"
         f" unknown ids stored {len(verdict['unknown_in_table'])}, DLQ left"
         f" {verdict['dead_letter_left']}, parked {verdict['parked']}",
+        f"  forged callbacks (real ids, wrong secret): {forged_sent} answered,"
+        f" {verdict['forged_accepted']} accepted",
         f"  recovery delay p50 {delay.get('p50', '-')} s, p95 {delay.get('p95', '-')} s;"
         f" token age at poll recovery p50 {token_age.get('p50', '-')} s,"
         f" p95 {token_age.get('p95', '-')} s (a reCAPTCHA token lives 120 s)",

@@ -17,7 +17,13 @@ import boto3
 from infra.chaos.baseline import SeedBaseline
 from infra.chaos.checker import Verdict, emitted_metrics, figures, table_items, verdict
 from infra.chaos.scenario import Scenario
-from infra.chaos.workload import SubmitLog, run_schedule, submit_via_api
+from infra.chaos.workload import (
+    ForgeryLog,
+    SubmitLog,
+    forge_callbacks,
+    run_schedule,
+    submit_via_api,
+)
 from infra.local import FaultRule, LocalOptions, LocalStack, ReadyInfo
 from infra.simulator import Simulator, SimulatorConfig
 
@@ -42,6 +48,7 @@ class ChaosResult:
     figures: dict[str, Any]
     baseline: dict[str, Any] | None
     submits: dict[str, Any]
+    forged: dict[str, Any]
     timeline: Timeline
     arrivals: list[tuple[float, str]]
     started_at: float
@@ -120,7 +127,17 @@ class ChaosRun:
         aws = _AwsView(info)
         started = time.time() + 1.0
         submits = SubmitLog()
+        self._forgeries = ForgeryLog()
         threads = [
+            threading.Thread(
+                target=forge_callbacks,
+                args=(
+                    info.api_url,
+                    lambda: [str(t["id"]) for t in simulator.tasks()],
+                    self._forgeries,
+                    self._stop,
+                ),
+            ),
             threading.Thread(target=self._apply_faults, args=(stack, baseline_parts, started)),
             threading.Thread(
                 target=run_schedule,
@@ -278,12 +295,19 @@ class ChaosRun:
             for item in items.values()
             if "received_at" in item and item.get("status") in {"SOLVED", "FAILED"}
         )
+        judged = verdict(truth, items, calls, depths)
+        judged.forged_accepted = self._forgeries.accepted
         return ChaosResult(
             scenario=self.scenario,
-            verdict=verdict(truth, items, calls, depths),
+            verdict=judged,
             figures=figures(truth, items, calls, simulator.stats(), emitted),
             baseline=_baseline_report(baseline_parts) if baseline_parts else None,
             submits={"answers": dict(submits.answers), "errors": dict(submits.errors)},
+            forged={
+                "answers": dict(self._forgeries.answers),
+                "accepted": self._forgeries.accepted,
+                "refused_connections": self._forgeries.refused_connections,
+            },
             timeline=self.timeline,
             arrivals=arrivals,
             started_at=started,

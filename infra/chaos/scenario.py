@@ -62,6 +62,10 @@ class Scenario:
             "PollBackoffBaseSeconds": _number(self.backoff_base_seconds),
             "PollBackoffMaxSeconds": _number(self.backoff_max_seconds),
             "PollRateMinutes": "1",
+            # Time-scaling shrinks the DLQ visibility timeout (180 s) as much as the schedule, so
+            # the number of receives before parking must cover the table outage at that pace:
+            # 10 x 15 s here, like 5 x 180 s = 15 min on AWS.
+            "MaxReceiveCount": "10",
         }
 
     @property

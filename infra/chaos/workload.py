@@ -83,3 +83,40 @@ def run_schedule(
             if stop.wait(max(0.0, due - time.time())):
                 return
             pool.submit(submit, log)
+
+
+@dataclass
+class ForgeryLog:
+    answers: Counter[int] = field(default_factory=Counter)
+    refused_connections: int = 0
+
+    @property
+    def accepted(self) -> int:
+        return self.answers[200]
+
+
+def forge_callbacks(
+    api_url: str,
+    known_ids: Callable[[], list[str]],
+    log: ForgeryLog,
+    stop: threading.Event,
+    every_seconds: float = 0.5,
+) -> None:
+    """An attacker who knows real task ids but not the secret, posting forged tokens."""
+    session = requests.Session()
+    attempt = 0
+    while not stop.wait(every_seconds):
+        attempt += 1
+        ids = known_ids() or ["1"]
+        task_id = ids[attempt % len(ids)]
+        forged_secret = f"forged{attempt:020d}"
+        try:
+            answer = session.get(
+                f"{api_url}/callback/{forged_secret}",
+                params={"id": task_id, "code": f"FORGED{attempt:010d}"},
+                timeout=10,
+            )
+        except requests.RequestException:
+            log.refused_connections += 1
+            continue
+        log.answers[answer.status_code] += 1

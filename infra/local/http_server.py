@@ -61,6 +61,10 @@ class QuietHandler(BaseHTTPRequestHandler):
             self.send_header("set-cookie", cookie)
         self.send_header("content-length", str(len(response.body)))
         self.send_header("connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(response.body)
+        try:
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(response.body)
+        except (BrokenPipeError, ConnectionResetError):
+            # The client gave up first (a provider's pingback timeout): nothing left to answer.
+            self.close_connection = True

@@ -1,0 +1,35 @@
+"""The CI-sized chaos run: a few hundred tasks through every injected failure, then the verdict
+from the table, the queues and the simulator's truth: nothing lost, nothing stored twice, nothing
+forged. The seed's in-memory design runs beside it and its losses are printed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from infra.chaos.report import write_report
+from infra.chaos.runner import ChaosRun
+from infra.chaos.scenario import CI
+
+pytestmark = [pytest.mark.chaos, pytest.mark.local_stack, pytest.mark.timeout(600)]
+
+
+def test_ci_chaos_run_loses_nothing_and_stores_every_result_once(tmp_path: Path) -> None:
+    result = ChaosRun(CI, tmp_path, progress=lambda line: None).run()
+    print("\n" + write_report(result, tmp_path))
+    verdict = result.verdict
+    assert verdict.tasks == CI.tasks
+    assert verdict.lost == []
+    assert verdict.wrong_code == []
+    assert verdict.written_more_than_once == []
+    assert verdict.still_pending == []
+    assert verdict.unknown_in_table == []
+    assert (verdict.dead_letter_left, verdict.parked) == (0, 0)
+    assert verdict.forged_accepted == 0
+    assert sum(result.forged["answers"].values()) > 0
+    assert verdict.stored_solved == verdict.solved_at_provider
+    paths = result.figures["stored_by_path"]
+    assert paths.get("callback", 0) and paths.get("replay", 0) and paths.get("poll", 0)
+    assert result.baseline is not None and result.baseline["lost"] > 0
+    assert (tmp_path / "timeline.png").stat().st_size > 10_000

@@ -1,0 +1,161 @@
+"""The real template and handlers on the local stack, with the CaptchaAI simulator: every safety
+net proven end to end over HTTP, moto and real worker processes."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+import requests
+
+from infra.local import FaultRule, LocalOptions, LocalStack
+from infra.simulator import Simulator, SimulatorConfig
+from tests.local.support import wait_until
+
+pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(300)]
+
+PROJECT_TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
+TASK = {
+    "method": "userrecaptcha",
+    "sitekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
+    "page_url": "https://www.google.com/recaptcha/api2/demo",
+}
+
+
+@pytest.fixture(scope="module")
+def simulator() -> Iterator[Simulator]:
+    sim = Simulator(
+        SimulatorConfig.from_mapping(
+            {
+                "seed": 7,
+                "solve_time": {"kind": "uniform", "min_seconds": 1, "max_seconds": 2},
+                "unsolvable_rate": 0,
+            }
+        )
+    )
+    sim.start()
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture(scope="module")
+def stack(simulator: Simulator, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    options = LocalOptions(
+        template=PROJECT_TEMPLATE,
+        provider_url=simulator.base_url,
+        provider_api_key=simulator.api_key,
+        time_scale=30,  # the poller every 2 s, DLQ visibility 6 s
+        parameter_overrides={
+            "CallbackTimeoutSeconds": "10",
+            "PollBackoffBaseSeconds": "5",
+            "MaxReceiveCount": "2",
+        },
+        run_dir=tmp_path_factory.mktemp("e2e"),
+    )
+    with LocalStack(options) as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def calm(stack: LocalStack, simulator: Simulator) -> Iterator[None]:
+    yield
+    stack.set_faults([])
+    simulator.update_faults(pingback_drop_rate=0.0)
+
+
+def submit(stack: LocalStack) -> str:
+    answer = requests.post(f"{stack.ready.api_url}/tasks", json=TASK, timeout=30)
+    assert answer.status_code == 202, answer.text
+    return str(answer.json()["task_id"])
+
+
+def task_view(stack: LocalStack, task_id: str) -> dict[str, Any]:
+    answer = requests.get(f"{stack.ready.api_url}/tasks/{task_id}", timeout=30)
+    return dict(answer.json()) if answer.status_code == 200 else {}
+
+
+def truth(simulator: Simulator, task_id: str) -> dict[str, Any]:
+    return next(t for t in simulator.tasks() if str(t["id"]) == task_id)
+
+
+def solved_view(stack: LocalStack, task_id: str, timeout: float) -> dict[str, Any]:
+    wait_until(lambda: task_view(stack, task_id).get("status") == "SOLVED", timeout=timeout)
+    return task_view(stack, task_id)
+
+
+def sqs(stack: LocalStack) -> Any:
+    return boto3.client(
+        "sqs",
+        endpoint_url=stack.ready.aws_endpoint_url,
+        region_name=stack.ready.region,
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+
+
+def test_submit_then_pingback_then_the_result_is_served(
+    stack: LocalStack, simulator: Simulator
+) -> None:
+    task_id = submit(stack)
+    view = solved_view(stack, task_id, timeout=30)
+    assert view["solution"] == truth(simulator, task_id)["code"]
+    assert view["delivered_via"] == "callback" and view["token_age_seconds"] >= 0
+
+
+def test_a_dropped_pingback_is_recovered_by_the_scheduled_poller(
+    stack: LocalStack, simulator: Simulator
+) -> None:
+    simulator.update_faults(pingback_drop_rate=1.0)
+    task_id = submit(stack)
+    view = solved_view(stack, task_id, timeout=60)
+    assert (view["solution"], view["delivered_via"]) == (truth(simulator, task_id)["code"], "poll")
+    assert [d["outcome"] for d in truth(simulator, task_id)["deliveries"]] == ["dropped"]
+
+
+def test_a_store_failure_goes_through_the_dlq_and_the_replay_function(
+    stack: LocalStack, simulator: Simulator
+) -> None:
+    stack.set_faults(
+        [
+            FaultRule(
+                mode="unavailable",
+                function="CallbackFunction",
+                service="dynamodb",
+                until=time.time() + 3600,
+            )
+        ]
+    )
+    task_id = submit(stack)
+    wait_until(lambda: bool(truth(simulator, task_id)["deliveries"]), timeout=30)
+    assert (
+        truth(simulator, task_id)["deliveries"][0]["outcome"] == 200
+    )  # acknowledged: it is in the DLQ
+    stack.set_faults([])
+    view = solved_view(stack, task_id, timeout=30)
+    assert (view["solution"], view["delivered_via"]) == (
+        truth(simulator, task_id)["code"],
+        "replay",
+    )
+
+
+def test_a_message_that_always_fails_is_parked(stack: LocalStack) -> None:
+    client = sqs(stack)
+    client.send_message(
+        QueueUrl=stack.ready.dlq_url,
+        MessageBody=json.dumps({"kind": "result", "task_id": "not-digits"}),
+    )
+
+    def parked() -> list[dict[str, Any]]:
+        answer = client.receive_message(
+            QueueUrl=stack.ready.parking_queue_url, MaxNumberOfMessages=10
+        )
+        return list(answer.get("Messages", []))
+
+    found: list[dict[str, Any]] = []
+    wait_until(lambda: bool(found.extend(parked()) or found), timeout=60)
+    assert json.loads(found[0]["Body"])["task_id"] == "not-digits"
