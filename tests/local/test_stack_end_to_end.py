@@ -156,6 +156,5 @@ def test_a_message_that_always_fails_is_parked(stack: LocalStack) -> None:
         )
         return list(answer.get("Messages", []))
 
-    found: list[dict[str, Any]] = []
-    wait_until(lambda: bool(found.extend(parked()) or found), timeout=60)
+    found = wait_until(parked, timeout=60)
     assert json.loads(found[0]["Body"])["task_id"] == "not-digits"
