@@ -101,10 +101,12 @@ def lambda_environment(handler: str) -> dict[str, str]:
     return {**runtime, **variables}
 
 
-def time_import(module: str, environment: dict[str, str]) -> float:
-    # The working directory plays /var/task: it holds pingback_guard, first on sys.path.
+def run_in_task_root(
+    arguments: list[str], module: str, environment: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter whose working directory plays /var/task (pingback_guard first)."""
     finished = subprocess.run(
-        [sys.executable, "-c", TIMER_SCRIPT, module],
+        [sys.executable, *arguments],
         cwd=FUNCTIONS_DIR,
         env=environment,
         capture_output=True,
@@ -114,6 +116,11 @@ def time_import(module: str, environment: dict[str, str]) -> float:
     )
     if finished.returncode != 0:
         raise RuntimeError(f"importing {module} failed: {finished.stderr.strip()[-400:]}")
+    return finished
+
+
+def time_import(module: str, environment: dict[str, str]) -> float:
+    finished = run_in_task_root(["-c", TIMER_SCRIPT, module], module, environment)
     return float(finished.stdout.strip().splitlines()[-1])
 
 
@@ -143,17 +150,7 @@ def median_self_time_by_package(
 
 
 def import_profile(module: str, environment: dict[str, str]) -> list[ImportRecord]:
-    finished = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", f"import {module}"],
-        cwd=FUNCTIONS_DIR,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    if finished.returncode != 0:
-        raise RuntimeError(f"importing {module} failed: {finished.stderr.strip()[-400:]}")
+    finished = run_in_task_root(["-X", "importtime", "-c", f"import {module}"], module, environment)
     return parse_importtime(finished.stderr)
 
 

@@ -80,7 +80,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         body = {"error": "accepted by the provider but not recorded", "task_id": error.task_id}
         return json_response(503, body)
     metrics.add_metric(name="TaskSubmitted", unit=MetricUnit.Count, value=1)
-    logger.info("task submitted", extra={"task_id": task.task_id})
+    # DEBUG: the TaskSubmitted metric and the 202 already record it; log bytes are a cost per task.
+    logger.debug("task submitted", extra={"task_id": task.task_id})
     return json_response(
         202,
         {"task_id": task.task_id, "status": "PENDING", "submitted_at": task.submitted_at},
