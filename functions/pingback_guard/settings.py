@@ -85,6 +85,7 @@ class TableSettings:
 class ProviderSettings:
     base_url: str
     api_key_parameter: str
+    api_key_cache_seconds: int
     batch_ids: bool
     batch_size: int
     connect_timeout_seconds: float
@@ -95,6 +96,7 @@ class ProviderSettings:
         return cls(
             base_url=env.url("PROVIDER_BASE_URL", "https://ocr.captchaai.com"),
             api_key_parameter=env.text("PROVIDER_API_KEY_PARAMETER"),
+            api_key_cache_seconds=env.integer("SECRET_CACHE_SECONDS", 300, 0, 3600),
             batch_ids=env.flag("PROVIDER_BATCH_IDS", True),
             batch_size=env.integer(
                 "PROVIDER_BATCH_SIZE", MAX_IDS_PER_RES_REQUEST, 1, MAX_IDS_PER_RES_REQUEST

@@ -22,7 +22,7 @@ service = PollerService(
     DynamoDbTaskStore(dynamodb_client(), settings.table),
     CaptchaAiClient(
         provider.base_url,
-        api_key_reader(provider.api_key_parameter, 300),
+        api_key_reader(provider.api_key_parameter, provider.api_key_cache_seconds),
         batch_ids=provider.batch_ids,
         batch_size=provider.batch_size,
         timeout=(provider.connect_timeout_seconds, provider.read_timeout_seconds),

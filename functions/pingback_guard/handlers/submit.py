@@ -44,7 +44,9 @@ service = SubmitService(
     DynamoDbTaskStore(dynamodb_client(), settings.table),
     CaptchaAiClient(
         settings.provider.base_url,
-        api_key_reader(settings.provider.api_key_parameter, settings.secret_cache_seconds),
+        api_key_reader(
+            settings.provider.api_key_parameter, settings.provider.api_key_cache_seconds
+        ),
         timeout=(settings.provider.connect_timeout_seconds, settings.provider.read_timeout_seconds),
     ),
     SqsDeadLetterQueue(sqs_client(), settings.dead_letter_queue_url),
