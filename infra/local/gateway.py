@@ -72,12 +72,14 @@ class HttpGateway:
         except PoolClosed:
             return SERVICE_UNAVAILABLE, request_id
         response = map_result(invocation.result) if invocation.ok else INTERNAL_SERVER_ERROR
-        self._log_access(request, matched.route.function, response.status, started, invocation)
+        self._log_access(
+            matched.route.route_key, matched.route.function, response.status, started, invocation
+        )
         return response, request_id
 
     def _log_access(
         self,
-        request: HttpRequest,
+        route_key: str,
         function: str,
         status: int,
         started: float,
@@ -88,7 +90,8 @@ class HttpGateway:
             "" if invocation.ok else f" {invocation.error and invocation.error.get('errorType')}"
         )
         line = (
-            f"{time.strftime('%H:%M:%S')} {request.method} {request.raw_path} -> {function} "
+            # The route key, like the template's access log: the raw path carries the secret.
+            f"{time.strftime('%H:%M:%S')} {route_key} -> {function} "
             f"{status} {elapsed_ms:.0f}ms{error}\n"
         )
         with self._log_lock:

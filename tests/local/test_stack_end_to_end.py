@@ -158,3 +158,25 @@ def test_a_message_that_always_fails_is_parked(stack: LocalStack) -> None:
 
     found = wait_until(parked, timeout=60)
     assert json.loads(found[0]["Body"])["task_id"] == "not-digits"
+
+
+def test_no_log_of_the_stack_holds_the_callback_secret_the_api_key_or_a_token(
+    stack: LocalStack, simulator: Simulator
+) -> None:
+    secrets = boto3.client(
+        "secretsmanager",
+        endpoint_url=stack.ready.aws_endpoint_url,
+        region_name=stack.ready.region,
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    document = json.loads(
+        secrets.get_secret_value(SecretId=stack.ready.outputs["CallbackSecretArn"])["SecretString"]
+    )
+    submit(stack)
+    tokens = [t["code"] for t in simulator.tasks() if t["outcome"] == "solved"]
+    logs = "".join(path.read_text(errors="replace") for path in Path(stack.ready.log_dir).glob("*"))
+    assert "callback/{secret}" in logs or "CallbackFunction" in logs
+    assert document["current"] not in logs
+    assert simulator.api_key not in logs
+    assert not [token for token in tokens if token in logs]
