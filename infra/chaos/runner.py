@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import boto3
-
 from infra.chaos.baseline import SeedBaseline
 from infra.chaos.checker import Verdict, emitted_metrics, figures, table_items, verdict
 from infra.chaos.scenario import Scenario
@@ -319,13 +317,8 @@ class _AwsView:
     """The checker's read-only view of the local stack's table and queues."""
 
     def __init__(self, info: ReadyInfo) -> None:
-        session = boto3.session.Session(
-            aws_access_key_id="local",
-            aws_secret_access_key="local",  # noqa: S106 - moto accepts any credentials
-            region_name=info.region,
-        )
-        self._dynamodb = session.client("dynamodb", endpoint_url=info.aws_endpoint_url)
-        self._sqs = session.client("sqs", endpoint_url=info.aws_endpoint_url)
+        self._dynamodb = info.aws_client("dynamodb")
+        self._sqs = info.aws_client("sqs")
         self._table = info.tasks_table or ""
         self._dlq = info.dlq_url or ""
         self._parking = info.parking_queue_url or ""

@@ -81,6 +81,10 @@ class ReadyInfo:
     functions: dict[str, dict[str, Any]]
     resources: dict[str, dict[str, str]]
 
+    def aws_client(self, service: str) -> Any:
+        """A boto3 client of this stack's moto server (fake credentials, the stack's region)."""
+        return AwsEndpoint(self.aws_endpoint_url, self.region).client(service)
+
     def to_json(self) -> dict[str, Any]:
         """The ready line: these fields, plus every resolved template output at the top level."""
         return {

@@ -4,7 +4,6 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import boto3
 import pytest
 
 from infra.local import LocalOptions, LocalStack
@@ -41,13 +40,4 @@ def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack
 
 @pytest.fixture
 def aws(local_stack: LocalStack) -> Callable[[str], Any]:
-    def client(service: str) -> Any:
-        return boto3.client(  # type: ignore[call-overload]
-            service,
-            endpoint_url=local_stack.ready.aws_endpoint_url,
-            region_name=local_stack.ready.region,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        )
-
-    return client
+    return local_stack.ready.aws_client

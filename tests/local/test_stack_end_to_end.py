@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 import requests
 
@@ -88,16 +87,6 @@ def solved_view(stack: LocalStack, task_id: str, timeout: float) -> dict[str, An
     return task_view(stack, task_id)
 
 
-def sqs(stack: LocalStack) -> Any:
-    return boto3.client(
-        "sqs",
-        endpoint_url=stack.ready.aws_endpoint_url,
-        region_name=stack.ready.region,
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-    )
-
-
 def test_submit_then_pingback_then_the_result_is_served(
     stack: LocalStack, simulator: Simulator
 ) -> None:
@@ -144,7 +133,7 @@ def test_a_store_failure_goes_through_the_dlq_and_the_replay_function(
 
 
 def test_a_message_that_always_fails_is_parked(stack: LocalStack) -> None:
-    client = sqs(stack)
+    client = stack.ready.aws_client("sqs")
     client.send_message(
         QueueUrl=stack.ready.dlq_url,
         MessageBody=json.dumps({"kind": "result", "task_id": "not-digits"}),
@@ -163,13 +152,7 @@ def test_a_message_that_always_fails_is_parked(stack: LocalStack) -> None:
 def test_no_log_of_the_stack_holds_the_callback_secret_the_api_key_or_a_token(
     stack: LocalStack, simulator: Simulator
 ) -> None:
-    secrets = boto3.client(
-        "secretsmanager",
-        endpoint_url=stack.ready.aws_endpoint_url,
-        region_name=stack.ready.region,
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-    )
+    secrets = stack.ready.aws_client("secretsmanager")
     document = json.loads(
         secrets.get_secret_value(SecretId=stack.ready.outputs["CallbackSecretArn"])["SecretString"]
     )
