@@ -13,7 +13,7 @@ import requests
 
 SITEKEY = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-"
 PAGE_URL = "https://www.google.com/recaptcha/api2/demo"
-SUBMIT_THREADS = 4
+SUBMIT_THREADS = 8
 SUBMIT_PATIENCE_SECONDS = 90.0
 RETRY_PAUSE_SECONDS = 2.0
 
