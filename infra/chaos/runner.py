@@ -16,6 +16,8 @@ from infra.chaos.baseline import SeedBaseline
 from infra.chaos.checker import Verdict, emitted_metrics, figures, table_items, verdict
 from infra.chaos.scenario import Scenario
 from infra.chaos.workload import (
+    PAGE_URL,
+    SITEKEY,
     ForgeryLog,
     SubmitLog,
     forge_callbacks,
@@ -353,13 +355,7 @@ def _gateway(stack: LocalStack, baseline: SeedBaseline | None, up: bool) -> None
 def _baseline_submit(baseline: SeedBaseline) -> Callable[[SubmitLog], None]:
     def submit(log: SubmitLog) -> None:
         try:
-            log.note(
-                200,
-                baseline.submit(
-                    "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
-                    "https://www.google.com/recaptcha/api2/demo",
-                ),
-            )
+            log.note(200, baseline.submit(SITEKEY, PAGE_URL))
         except Exception as error:
             log.failed(type(error).__name__)
 

@@ -12,21 +12,15 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.logic.poller import PollerService, PollPolicy, SweepReport
 from pingback_guard.observability import logger, metrics, tracer
-from pingback_guard.provider.captchaai import CaptchaAiClient
+from pingback_guard.provider.wiring import captchaai_client
 from pingback_guard.settings import PollerSettings
-from pingback_guard.wiring import api_key_reader, dynamodb_client
+from pingback_guard.wiring import dynamodb_client
 
 settings = PollerSettings.from_env(os.environ)
 provider = settings.provider
 service = PollerService(
     DynamoDbTaskStore(dynamodb_client(), settings.table),
-    CaptchaAiClient(
-        provider.base_url,
-        api_key_reader(provider.api_key_parameter, provider.api_key_cache_seconds),
-        batch_ids=provider.batch_ids,
-        batch_size=provider.batch_size,
-        timeout=(provider.connect_timeout_seconds, provider.read_timeout_seconds),
-    ),
+    captchaai_client(provider),
     PollPolicy(
         retention_seconds=settings.retention_seconds,
         backoff_base_seconds=settings.backoff_base_seconds,

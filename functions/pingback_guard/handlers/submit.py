@@ -26,11 +26,10 @@ from pingback_guard.logic.submit import (
     pingback_url,
 )
 from pingback_guard.observability import logger, metrics, tracer
-from pingback_guard.provider.captchaai import CaptchaAiClient
+from pingback_guard.provider.wiring import captchaai_client
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
 from pingback_guard.settings import SubmitSettings
 from pingback_guard.wiring import (
-    api_key_reader,
     callback_secrets_reader,
     dynamodb_client,
     sqs_client,
@@ -42,13 +41,7 @@ read_callback_secrets = callback_secrets_reader(
 )
 service = SubmitService(
     DynamoDbTaskStore(dynamodb_client(), settings.table),
-    CaptchaAiClient(
-        settings.provider.base_url,
-        api_key_reader(
-            settings.provider.api_key_parameter, settings.provider.api_key_cache_seconds
-        ),
-        timeout=(settings.provider.connect_timeout_seconds, settings.provider.read_timeout_seconds),
-    ),
+    captchaai_client(settings.provider),
     SqsDeadLetterQueue(sqs_client(), settings.dead_letter_queue_url),
     settings.callback_timeout_seconds,
 )
