@@ -162,15 +162,15 @@ def _percentiles(values: Sequence[float]) -> dict[str, float | int]:
     if not values:
         return {"count": 0}
     ordered = sorted(values)
-    cut = (
-        statistics.quantiles(ordered, n=20, method="inclusive")
+    p95 = (
+        statistics.quantiles(ordered, n=20, method="inclusive")[18]
         if len(ordered) > 1
-        else ordered * 19
+        else ordered[0]
     )
     return {
         "count": len(ordered),
         "p50": round(statistics.median(ordered), 2),
-        "p95": round(cut[18], 2),
+        "p95": round(p95, 2),
         "max": round(ordered[-1], 2),
     }
 
