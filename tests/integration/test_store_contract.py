@@ -1,4 +1,5 @@
-"""One contract, two stores: DynamoDbTaskStore on moto and the unit tests' InMemoryTaskStore."""
+"""One contract, three stores: DynamoDbTaskStore on moto and on DynamoDB Local (AWS's own engine),
+and the unit tests' InMemoryTaskStore."""
 
 from __future__ import annotations
 
@@ -27,10 +28,13 @@ TOKEN = "03AFcWeA6" + "x" * 600
 OTHER_TOKEN = "03AFcWeA7" + "y" * 600
 
 
-@pytest.fixture(params=["dynamodb", "memory"])
+STORE_FIXTURES = {"dynamodb": "dynamo_store", "dynamodb-local": "dynamodb_local_store"}
+
+
+@pytest.fixture(params=["dynamodb", "dynamodb-local", "memory"])
 def store(request: pytest.FixtureRequest) -> TaskStore:
-    if request.param == "dynamodb":
-        result: TaskStore = request.getfixturevalue("dynamo_store")
+    if request.param in STORE_FIXTURES:
+        result: TaskStore = request.getfixturevalue(STORE_FIXTURES[request.param])
         return result
     return InMemoryTaskStore()
 
