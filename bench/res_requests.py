@@ -19,6 +19,7 @@ from infra.moto_atomic import make_dynamodb_writes_atomic
 from infra.simulator import Simulator
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.task import CaptchaRequest, NewTask
+from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService, PollPolicy
 from pingback_guard.provider.captchaai import CaptchaAiClient
 from pingback_guard.settings import MAX_IDS_PER_RES_REQUEST, TableSettings
@@ -59,18 +60,13 @@ def measure_res_requests() -> SectionOutcome:
 def _recover_all(simulator: Simulator, batch_ids: bool) -> Recovery:
     """Submit DUE_TASKS, record them PENDING and already due, sweep until all are recovered."""
     store = _fresh_store(f"pingback-guard-bench-res-{'ids' if batch_ids else 'single'}")
-    client = CaptchaAiClient(
-        simulator.base_url,
-        lambda: simulator.api_key,
-        batch_ids=batch_ids,
-        batch_size=MAX_IDS_PER_RES_REQUEST,
-    )
+    client = CaptchaAiClient(simulator.base_url, lambda: simulator.api_key)
     now = time.time()
     for _ in range(DUE_TASKS):
         task_id = client.submit(REQUEST, pingback_url="")
         store.record_submission(NewTask(task_id, REQUEST, now - 130, first_poll_at=now - 10))
     policy = _policy(ids_per_request=MAX_IDS_PER_RES_REQUEST if batch_ids else 1)
-    service = PollerService(store, client, policy)
+    service = PollerService(store, client, policy, SolveTimes(default_seconds=20))
     before = res_requests(simulator)
     recovered = sweeps = 0
     while recovered < DUE_TASKS and sweeps < MAX_SWEEPS:

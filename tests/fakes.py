@@ -11,7 +11,12 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from pingback_guard.domain.errors import DeadLetterError, StoreUnavailableError
+from pingback_guard.domain.errors import (
+    DeadLetterError,
+    ProviderBatchRefusedError,
+    StoreUnavailableError,
+)
+from pingback_guard.domain.lease import PollerLease
 from pingback_guard.domain.task import (
     DueTask,
     NewTask,
@@ -30,6 +35,8 @@ class InMemoryTaskStore:
         self.tasks: dict[str, Task] = {}
         self.fail_next: list[Exception] = []
         self.writes = 0
+        self.last_checked: dict[str, float] = {}
+        self.lease: dict[str, object] = {}
         self._lock = threading.Lock()
 
     def _maybe_fail(self) -> None:
@@ -120,14 +127,51 @@ class InMemoryTaskStore:
             )
             return True
 
-    def reschedule_poll(self, task_id: str, due_at: float, poll_attempts: int) -> bool:
+    def reschedule_poll(
+        self,
+        task_id: str,
+        due_at: float,
+        poll_attempts: int,
+        last_checked_at: float | None = None,
+    ) -> bool:
         with self._lock:
             self._maybe_fail()
             task = self.tasks.get(task_id)
             if task is None or task.status is not TaskStatus.PENDING:
                 return False
             self.tasks[task_id] = replace(task, due_at=due_at, poll_attempts=poll_attempts)
+            if last_checked_at is not None:
+                self.last_checked[task_id] = last_checked_at
             return True
+
+    def next_due_at(self, after: float, until: float) -> float | None:
+        self._maybe_fail()
+        found = [
+            t.due_at
+            for t in self.tasks.values()
+            if t.status is TaskStatus.PENDING
+            and t.due_at is not None
+            and after <= t.due_at <= until
+        ]
+        return min(found, default=None)
+
+    def acquire_poller_lease(self, holder: str, now: float, until: float) -> PollerLease:
+        with self._lock:
+            self._maybe_fail()
+            held_until = float(self.lease.get("until", -1.0))  # type: ignore[arg-type]
+            if held_until > now:
+                return PollerLease(False, held_until)
+            self.lease.update(holder=holder, until=until)
+            samples = self.lease.get("samples", {})
+            return PollerLease(True, until, dict(samples))  # type: ignore[call-overload]
+
+    def release_poller_lease(
+        self, holder: str, now: float, solve_samples: dict[str, list[float]]
+    ) -> None:
+        with self._lock:
+            self._maybe_fail()
+            if self.lease.get("holder") == holder:
+                self.lease.update(until=now, samples=solve_samples)
 
     def get(self, task_id: str) -> Task | None:
         self._maybe_fail()
@@ -144,7 +188,14 @@ class InMemoryTaskStore:
             key=lambda t: t.due_at or 0.0,
         )
         return [
-            DueTask(t.task_id, t.due_at or 0.0, t.submitted_at or 0.0, t.poll_attempts)
+            DueTask(
+                t.task_id,
+                t.due_at or 0.0,
+                t.submitted_at or 0.0,
+                t.poll_attempts,
+                self.last_checked.get(t.task_id),
+                t.request.method if t.request else None,
+            )
             for t in due[:limit]
         ]
 
@@ -169,6 +220,7 @@ class FakeProvider:
     submitted: list[tuple[str, str]] = field(default_factory=list)
     requests: list[list[str]] = field(default_factory=list)
     failure: Callable[[], Exception] | None = None
+    refuse_batches: int = 0
 
     def submit(self, request: object, pingback_url: str) -> str:
         if self.failure:
@@ -182,6 +234,9 @@ class FakeProvider:
         self.requests.append(list(task_ids))
         if self.failure:
             raise self.failure()
+        if len(task_ids) > 1 and self.refuse_batches:
+            self.refuse_batches -= 1
+            raise ProviderBatchRefusedError("res.php get ids: answer out of shape")
         return {tid: classify(self.answers.get(tid, "CAPCHA_NOT_READY")) for tid in task_ids}
 
     def report(self, task_id: str, *, good: bool) -> None:

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from pingback_guard.domain.errors import ConfigurationError
 
 MAX_IDS_PER_RES_REQUEST = 100
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 class _Env:
@@ -63,6 +64,16 @@ class _Env:
                 raise ConfigurationError(f"{name} must be an http(s) URL")
         return value.rstrip("/")
 
+    def provider_url(self, name: str, default: str) -> str:
+        """https only: the API key travels in it. Plain http is for a loopback provider (local)."""
+        value = self.url(name, default)
+        parts = urlsplit(value)
+        if parts.scheme != "https" and parts.hostname not in LOOPBACK_HOSTS:
+            raise ConfigurationError(f"{name} must be https (http only for a loopback provider)")
+        if parts.query or parts.fragment or parts.username or parts.password:
+            raise ConfigurationError(f"{name} must have no query, fragment or credentials")
+        return value
+
 
 @dataclass(frozen=True)
 class TableSettings:
@@ -89,12 +100,12 @@ class ProviderSettings:
     batch_ids: bool
     batch_size: int
     connect_timeout_seconds: float
-    read_timeout_seconds: float
+    call_deadline_seconds: float
 
     @classmethod
     def from_env(cls, env: _Env) -> ProviderSettings:
         return cls(
-            base_url=env.url("PROVIDER_BASE_URL", "https://ocr.captchaai.com"),
+            base_url=env.provider_url("PROVIDER_BASE_URL", "https://ocr.captchaai.com"),
             api_key_parameter=env.text("PROVIDER_API_KEY_PARAMETER"),
             api_key_cache_seconds=env.integer("SECRET_CACHE_SECONDS", 300, 0, 3600),
             batch_ids=env.flag("PROVIDER_BATCH_IDS", True),
@@ -102,7 +113,7 @@ class ProviderSettings:
                 "PROVIDER_BATCH_SIZE", MAX_IDS_PER_RES_REQUEST, 1, MAX_IDS_PER_RES_REQUEST
             ),
             connect_timeout_seconds=env.number("PROVIDER_CONNECT_TIMEOUT_SECONDS", 3.05, 0.1, 30),
-            read_timeout_seconds=env.number("PROVIDER_READ_TIMEOUT_SECONDS", 10, 0.1, 60),
+            call_deadline_seconds=env.number("PROVIDER_CALL_DEADLINE_SECONDS", 10, 0.2, 60),
         )
 
 
@@ -153,6 +164,7 @@ class SubmitSettings:
     secret_cache_seconds: int
     public_base_url: str
     callback_timeout_seconds: float
+    expected_solve_seconds: float
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> SubmitSettings:
@@ -165,7 +177,13 @@ class SubmitSettings:
             secret_cache_seconds=env.integer("SECRET_CACHE_SECONDS", 300, 0, 3600),
             public_base_url=env.url("PUBLIC_BASE_URL", required=False),
             callback_timeout_seconds=env.number("CALLBACK_TIMEOUT_SECONDS", 120, 1, 3600),
+            expected_solve_seconds=expected_solve_seconds(env),
         )
+
+
+def expected_solve_seconds(env: _Env) -> float:
+    """Until the poller has learned solve times, when a result is likely ready (seed: 10-60 s)."""
+    return env.number("EXPECTED_SOLVE_SECONDS", 20, 5, 600)
 
 
 @dataclass(frozen=True)
@@ -177,6 +195,10 @@ class PollerSettings:
     backoff_max_seconds: float
     max_requests_per_sweep: int
     deadline_margin_seconds: float
+    expected_solve_seconds: float
+    sweep_interval_seconds: float
+    run_seconds: float
+    batch_probe_seconds: float
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PollerSettings:
@@ -185,10 +207,15 @@ class PollerSettings:
             table=TableSettings.from_env(env),
             provider=ProviderSettings.from_env(env),
             retention_seconds=env.number("RETENTION_SECONDS", 600, 10, 86400),
-            backoff_base_seconds=env.number("POLL_BACKOFF_BASE_SECONDS", 30, 0.1, 3600),
-            backoff_max_seconds=env.number("POLL_BACKOFF_MAX_SECONDS", 300, 0.1, 86400),
+            # 2captcha: no more often than every 5 s per task.
+            backoff_base_seconds=env.number("POLL_BACKOFF_BASE_SECONDS", 5, 5, 3600),
+            backoff_max_seconds=env.number("POLL_BACKOFF_MAX_SECONDS", 60, 5, 86400),
             max_requests_per_sweep=env.integer("POLLER_MAX_REQUESTS_PER_SWEEP", 50, 1, 10000),
             deadline_margin_seconds=env.number("POLLER_DEADLINE_MARGIN_SECONDS", 10, 0, 600),
+            expected_solve_seconds=expected_solve_seconds(env),
+            sweep_interval_seconds=env.number("POLL_SWEEP_INTERVAL_SECONDS", 5, 1, 60),
+            run_seconds=env.number("POLLER_RUN_SECONDS", 55, 0, 900),
+            batch_probe_seconds=env.number("POLL_BATCH_PROBE_SECONDS", 300, 0, 86400),
         )
         if settings.backoff_max_seconds < settings.backoff_base_seconds:
             raise ConfigurationError("POLL_BACKOFF_MAX_SECONDS must be >= the base")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -238,13 +239,36 @@ class TestPoller:
         monkeypatch.setattr(submit.service, "_callback_timeout", 0)
         for _ in range(2):
             submit.handler(event("submit_task.json"), FakeLambdaContext())
+        monkeypatch.setenv("POLLER_RUN_SECONDS", "0")  # one sweep, not a minute of them
         poller = load("poller")
         monkeypatch.setattr(poller.service, "_provider", fake)
+        # 20 s later: both are likely ready (and past 2captcha's earliest first check).
+        monkeypatch.setattr(poller.service, "_clock", lambda: time.time() + 20)
         summary = poller.handler(event("scheduled_event.json"), FakeLambdaContext())
         assert (summary["due"], summary["recovered"], summary["not_ready"]) == (2, 1, 1)
         stored = item(stack, "70000000001")
         assert stored is not None and stored["delivered_via"]["S"] == "poll"
-        assert emitted_metrics(capsys.readouterr().out)["PollRecovered"] == 1
+        not_ready = item(stack, "70000000002")
+        assert not_ready is not None and "last_checked_at" in not_ready
+        emitted = emitted_metrics(capsys.readouterr().out)
+        assert (emitted["PollRecovered"], emitted["PollerInvocations"]) == (1, 1)
+
+    def test_a_second_invocation_while_the_lease_is_held_skips_and_says_so(
+        self,
+        load: Callable[[str], ModuleType],
+        stack: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        monkeypatch.setenv("POLLER_RUN_SECONDS", "0")
+        poller = load("poller")
+        store = poller.service._store
+        now = time.time()
+        assert store.acquire_poller_lease("another-invocation", now, now + 300).acquired
+        summary = poller.handler(event("scheduled_event.json"), FakeLambdaContext())
+        assert (summary["lease_busy"], summary["sweeps"]) == (1, 0)
+        emitted = emitted_metrics(capsys.readouterr().out)
+        assert (emitted["PollLeaseBusy"], emitted["PollerInvocations"]) == (1, 1)
 
 
 class TestSubmit:

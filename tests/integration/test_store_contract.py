@@ -222,3 +222,52 @@ def test_due_query_follows_pagination(dynamo_store: Any, monkeypatch: pytest.Mon
         submit(dynamo_store, str(4000 + n))
     due = dynamo_store.due_tasks(now=5000.0, limit=100)
     assert sorted(t.task_id for t in due) == [str(4000 + n) for n in range(25)]
+
+
+def test_reschedule_records_the_last_check_and_the_due_index_projects_it_with_the_method(
+    store: TaskStore,
+) -> None:
+    submit(store, "300")
+    [fresh] = store.due_tasks(now=1120.0, limit=10)
+    assert (fresh.last_checked_at, fresh.method) == (None, "userrecaptcha")
+    assert store.reschedule_poll("300", due_at=1130.0, poll_attempts=1, last_checked_at=1120.0)
+    [checked] = store.due_tasks(now=1130.0, limit=10)
+    assert (checked.last_checked_at, checked.poll_attempts, checked.method) == (
+        1120.0,
+        1,
+        "userrecaptcha",
+    )
+    assert store.reschedule_poll("300", due_at=1140.0, poll_attempts=2)
+    [kept] = store.due_tasks(now=1140.0, limit=10)
+    assert kept.last_checked_at == 1120.0
+
+
+def test_next_due_at_is_the_earliest_pending_due_time_in_the_window(store: TaskStore) -> None:
+    for task_id, due in (("401", 1150.0), ("402", 1130.0), ("403", 1200.0)):
+        submit(store, task_id, first_poll=due)
+    store.record_result(solved("402"))
+    assert store.next_due_at(after=1100.0, until=1190.0) == 1150.0
+    assert store.next_due_at(after=1100.0, until=1140.0) is None
+
+
+def test_one_poller_lease_at_a_time_and_what_it_learned_survives(store: TaskStore) -> None:
+    first = store.acquire_poller_lease("a", now=1000.0, until=1060.0)
+    assert first.acquired and first.solve_samples == {}
+    second = store.acquire_poller_lease("b", now=1010.0, until=1070.0)
+    assert (second.acquired, second.held_until) == (False, 1060.0)
+    store.release_poller_lease("b", now=1011.0, solve_samples={"hcaptcha": [1.0]})  # not its own
+    assert not store.acquire_poller_lease("b", now=1012.0, until=1070.0).acquired
+    store.release_poller_lease("a", now=1020.0, solve_samples={"userrecaptcha": [12.5, 30.0]})
+    third = store.acquire_poller_lease("b", now=1021.0, until=1080.0)
+    assert third.acquired and third.solve_samples == {"userrecaptcha": [12.5, 30.0]}
+
+
+def test_an_abandoned_lease_ends_by_itself(store: TaskStore) -> None:
+    assert store.acquire_poller_lease("crashed", now=1000.0, until=1060.0).acquired
+    assert store.acquire_poller_lease("next", now=1060.0, until=1120.0).acquired
+
+
+def test_the_lease_item_is_never_a_due_task(store: TaskStore) -> None:
+    store.acquire_poller_lease("a", now=1000.0, until=1060.0)
+    assert store.due_tasks(now=10_000.0, limit=10) == []
+    assert store.next_due_at(after=0.0, until=10_000.0) is None

@@ -187,8 +187,11 @@ def test_functions_inherit_code_runtime_and_architecture(
     resources: dict[str, Any], function: str
 ) -> None:
     properties = functions(resources)[function]["Properties"]
+    # The poller mostly waits between sweeps: the smallest memory halves what waiting costs.
+    own = {"MemorySize"} if function == "PollerFunction" else set()
     for key in ("Runtime", "Architectures", "CodeUri", "Tracing", "MemorySize"):
-        assert key not in properties, f"{function} overrides {key} of Globals"
+        if key not in own:
+            assert key not in properties, f"{function} overrides {key} of Globals"
 
 
 @pytest.mark.parametrize("function", sorted(FUNCTIONS))
@@ -435,7 +438,7 @@ def test_translated_functions_really_get_globals(translated: dict[str, Any]) -> 
         assert properties["Runtime"] == "python3.12"
         assert properties["Architectures"] == ["arm64"]
         assert properties["TracingConfig"] == {"Mode": "Active"}
-        assert properties["MemorySize"] == 256
+        assert properties["MemorySize"] == (128 if "Poller" in name else 256)
         assert properties["LoggingConfig"]["LogGroup"] == {"Ref": f"{name}LogGroup"}
         assert properties["Handler"] == FUNCTIONS[name]
 
@@ -468,7 +471,7 @@ def test_tasks_table(resources: dict[str, Any]) -> None:
     ]
     assert index["Projection"] == {
         "ProjectionType": "INCLUDE",
-        "NonKeyAttributes": ["submitted_at", "poll_attempts"],
+        "NonKeyAttributes": ["submitted_at", "poll_attempts", "last_checked_at", "method"],
     }
     assert properties["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
     assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
@@ -708,8 +711,8 @@ def test_required_parameters_and_defaults(template: dict[str, Any]) -> None:
         "CallbackTimeoutSeconds": 120,
         "PollRateMinutes": 1,
         "RetentionSeconds": 600,
-        "PollBackoffBaseSeconds": 30,
-        "PollBackoffMaxSeconds": 300,
+        "PollBackoffBaseSeconds": 5,
+        "PollBackoffMaxSeconds": 60,
         "PollerMaxRequestsPerSweep": 50,
         "ProviderBaseUrl": "https://ocr.captchaai.com",
         "ProviderApiKeyParameterName": "/pingback-guard/provider-api-key",

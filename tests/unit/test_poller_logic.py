@@ -1,9 +1,8 @@
-"""Fallback polling: batches, backoff, expiry, account errors, budgets and deadlines."""
+"""Fallback polling: batches, schedule, expiry, account errors, budgets, deadlines, lease."""
 
 from __future__ import annotations
 
 import dataclasses
-import random
 
 import pytest
 
@@ -11,11 +10,11 @@ from pingback_guard.domain.errors import ProviderAccountError, ProviderRetryable
 from pingback_guard.domain.task import (
     CaptchaRequest,
     DeliveryPath,
-    DueTask,
     NewTask,
     TaskResult,
     TaskStatus,
 )
+from pingback_guard.logic.poll_schedule import MAX_CHECKS_PER_TASK, SolveTimes
 from pingback_guard.logic.poller import PollerService, PollPolicy
 from tests.fakes import FakeProvider, InMemoryTaskStore, unavailable
 
@@ -49,7 +48,7 @@ def store() -> InMemoryTaskStore:
 def poller(
     store: InMemoryTaskStore, provider: FakeProvider, policy: PollPolicy = POLICY
 ) -> PollerService:
-    return PollerService(store, provider, policy, rng=random.Random(7))
+    return PollerService(store, provider, policy, SolveTimes(default_seconds=20))
 
 
 def test_given_a_missed_callback_when_swept_then_recovered_via_poll(
@@ -76,25 +75,84 @@ def test_tasks_not_yet_due_are_not_polled(store: InMemoryTaskStore) -> None:
     assert report.due == 0 and provider.requests == []
 
 
-def test_not_ready_backs_off_exponentially_with_jitter(store: InMemoryTaskStore) -> None:
-    pending(store, "1")
-    service = poller(store, FakeProvider(), dataclasses.replace(POLICY, retention_seconds=10_000))
-    now = SUBMITTED + 120
-    delays = []
-    for _ in range(5):
+def test_not_ready_gaps_grow_with_the_task_age_and_checks_stay_few(
+    store: InMemoryTaskStore,
+) -> None:
+    pending(store, "1", first_poll=SUBMITTED + 20)
+    policy = dataclasses.replace(POLICY, backoff_base_seconds=5, backoff_max_seconds=60)
+    service = poller(store, FakeProvider(), policy)
+    now = SUBMITTED + 20
+    checks = []
+    while (task := store.get("1")) is not None and task.status is TaskStatus.PENDING:
         service.sweep(now=now, remaining_seconds=plenty)
+        checks.append(now - SUBMITTED)
         task = store.get("1")
-        assert task is not None and task.due_at is not None
-        delays.append(task.due_at - now)
+        assert task is not None
+        if task.due_at is None:
+            break
+        assert task.due_at - now >= 5  # 2captcha: no more often than every 5 s per task
         now = task.due_at
-    assert [
-        round(d / b, 1) for d, b in zip(delays, [30, 60, 120, 240, 300], strict=True)
-    ] == pytest.approx([1.0] * 5, abs=0.21)
+    assert checks[:4] == pytest.approx([20, 25, 31.25, 39.0625])
+    assert len(checks) <= MAX_CHECKS_PER_TASK + 1
+    assert checks[-1] == 600  # one last look at expiry, then EXPIRED
 
 
-def test_backoff_never_passes_the_expiry_moment() -> None:
-    task = DueTask("1", due_at=0, submitted_at=SUBMITTED, poll_attempts=10)
-    assert POLICY.next_due(task, now=SUBMITTED + 590, rng=random.Random(1)) == SUBMITTED + 600
+def test_a_not_ready_answer_is_recorded_as_the_last_check(store: InMemoryTaskStore) -> None:
+    pending(store, "1", first_poll=SUBMITTED + 20)
+    service = poller(store, FakeProvider())
+    service.sweep(now=SUBMITTED + 20, remaining_seconds=plenty)
+    assert store.last_checked["1"] == SUBMITTED + 20
+    store.tasks["1"] = dataclasses.replace(store.tasks["1"], due_at=SUBMITTED + 50)
+    service = poller(store, FakeProvider(answers={"1": TOKEN}))
+    service.sweep(now=SUBMITTED + 50, remaining_seconds=plenty)
+    task = store.get("1")
+    assert task is not None and task.solution == TOKEN
+
+
+def test_the_poll_result_says_when_the_provider_can_have_finished() -> None:
+    store = InMemoryTaskStore()
+    pending(store, "1", first_poll=SUBMITTED + 20)
+    recorded: list[TaskResult] = []
+    original = store.record_result
+
+    def spy(result: TaskResult) -> object:
+        recorded.append(result)
+        return original(result)
+
+    store.record_result = spy  # type: ignore[assignment,method-assign]
+    poller(store, FakeProvider()).sweep(now=SUBMITTED + 20, remaining_seconds=plenty)
+    store.tasks["1"] = dataclasses.replace(store.tasks["1"], due_at=SUBMITTED + 30)
+    poller(store, FakeProvider(answers={"1": TOKEN})).sweep(
+        now=SUBMITTED + 30, remaining_seconds=plenty
+    )
+    assert [(r.finished_after, r.received_at) for r in recorded] == [
+        (SUBMITTED + 20, SUBMITTED + 30)
+    ]
+
+
+def test_without_an_earlier_check_the_result_can_have_finished_since_submit(
+    store: InMemoryTaskStore,
+) -> None:
+    pending(store, "1", first_poll=SUBMITTED + 20)
+    solve_times = SolveTimes(default_seconds=20)
+    service = PollerService(store, FakeProvider(answers={"1": TOKEN}), POLICY, solve_times)
+    service.sweep(now=SUBMITTED + 20, remaining_seconds=plenty)
+    assert list(solve_times.samples["userrecaptcha"]) == [10.0]
+
+
+def test_a_task_not_likely_ready_waits_without_a_request(store: InMemoryTaskStore) -> None:
+    pending(store, "1", first_poll=SUBMITTED + 15)
+    solve_times = SolveTimes(default_seconds=20)
+    for _ in range(30):
+        solve_times.observe("userrecaptcha", 40)
+    provider = FakeProvider()
+    policy = dataclasses.replace(POLICY, backoff_base_seconds=5)
+    service = PollerService(store, provider, policy, solve_times)
+    report = service.sweep(now=SUBMITTED + 15, remaining_seconds=plenty)
+    task = store.get("1")
+    assert (report.deferred, provider.requests) == (1, [])
+    assert task is not None and (task.due_at, task.poll_attempts) == (SUBMITTED + 40, 0)
+    assert service.sweep(now=SUBMITTED + 40, remaining_seconds=plenty).requests == 1
 
 
 def test_after_the_retention_window_a_not_ready_task_is_expired(store: InMemoryTaskStore) -> None:
@@ -156,6 +214,7 @@ def test_provider_outage_reschedules_and_keeps_going(store: InMemoryTaskStore) -
     report = poller(store, provider).sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
     assert (report.requests, report.retryable_errors) == (2, 2)
     assert all((t.due_at or 0) > SUBMITTED + 130 for t in store.tasks.values())
+    assert store.last_checked == {}  # no answer is not a "not ready"
 
 
 def test_requests_per_sweep_are_bounded(store: InMemoryTaskStore) -> None:
@@ -201,3 +260,101 @@ def test_an_unreadable_due_index_ends_the_sweep_quietly_for_the_next_one(
     report = service.sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
     assert (report.store_errors, report.due, provider.requests) == (1, 0, [])
     assert service.sweep(now=SUBMITTED + 140, remaining_seconds=plenty).recovered == 1
+
+
+def test_an_odd_ids_answer_falls_back_within_the_budget_and_batching_is_probed_later(
+    store: InMemoryTaskStore,
+) -> None:
+    pending(store, *[str(n) for n in range(1, 40)])
+    provider = FakeProvider(refuse_batches=1)
+    policy = dataclasses.replace(POLICY, batch_probe_seconds=60)
+    service = poller(store, provider, policy)
+    report = service.sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
+    assert report.batch_refused == 1
+    assert len(provider.requests) == report.requests == POLICY.max_requests_per_sweep
+    assert [len(ids) for ids in provider.requests] == [3, 1, 1, 1, 1]
+    later = service.sweep(now=SUBMITTED + 150, remaining_seconds=plenty)
+    assert all(len(ids) == 1 for ids in provider.requests[-later.requests :])
+    probe = service.sweep(now=SUBMITTED + 200, remaining_seconds=plenty)
+    assert probe.requests == POLICY.max_requests_per_sweep
+    assert all(len(ids) == 3 for ids in provider.requests[-probe.requests :])
+
+
+def test_the_deadline_is_checked_before_every_single_id_request(store: InMemoryTaskStore) -> None:
+    pending(store, *[str(n) for n in range(1, 10)])
+    provider = FakeProvider(refuse_batches=1)
+    remaining = iter([60.0, 60.0, 60.0, 5.0])
+    report = poller(store, provider).sweep(
+        now=SUBMITTED + 130, remaining_seconds=lambda: next(remaining)
+    )
+    assert report.stopped_early and [len(ids) for ids in provider.requests] == [3, 1, 1]
+
+
+def _clocked(
+    store: InMemoryTaskStore, provider: FakeProvider, policy: PollPolicy
+) -> tuple[PollerService, list[float]]:
+    moments = [SUBMITTED + 20]
+
+    def sleep(seconds: float) -> None:
+        moments.append(moments[-1] + seconds)
+
+    service = PollerService(
+        store,
+        provider,
+        policy,
+        SolveTimes(default_seconds=20),
+        clock=lambda: moments[-1],
+        sleep=sleep,
+    )
+    return service, moments
+
+
+def test_one_invocation_sweeps_every_few_seconds_while_tasks_come_due(
+    store: InMemoryTaskStore,
+) -> None:
+    pending(store, "1", first_poll=SUBMITTED + 20)
+    store.record_submission(NewTask("2", REQUEST, SUBMITTED + 10, SUBMITTED + 45))
+    provider = FakeProvider()
+    policy = dataclasses.replace(
+        POLICY, backoff_base_seconds=5, run_seconds=50, sweep_interval_seconds=5
+    )
+    service, moments = _clocked(store, provider, policy)
+    report = service.run(remaining_seconds=lambda: 60 - (moments[-1] - moments[0]))
+    assert report.sweeps == 11 and moments[-1] - moments[0] == 50
+    assert ["2"] in provider.requests
+    assert store.lease["until"] == moments[-1]  # released
+
+
+def test_an_idle_invocation_ends_after_one_sweep(store: InMemoryTaskStore) -> None:
+    policy = dataclasses.replace(POLICY, run_seconds=50)
+    service, moments = _clocked(store, FakeProvider(), policy)
+    report = service.run(remaining_seconds=lambda: 60.0)
+    assert report.sweeps == 1 and len(moments) == 1
+
+
+def test_a_second_invocation_does_not_sweep_while_the_first_holds_the_lease(
+    store: InMemoryTaskStore,
+) -> None:
+    pending(store, "1")
+    store.acquire_poller_lease("other", now=SUBMITTED, until=SUBMITTED + 1000)
+    provider = FakeProvider()
+    service, _ = _clocked(store, provider, dataclasses.replace(POLICY, run_seconds=50))
+    report = service.run(remaining_seconds=lambda: 60.0)
+    assert (report.lease_busy, report.sweeps, provider.requests) == (1, 0, [])
+
+
+def test_a_predecessor_about_to_stop_is_waited_for(store: InMemoryTaskStore) -> None:
+    store.acquire_poller_lease("other", now=SUBMITTED, until=SUBMITTED + 23)
+    service, moments = _clocked(store, FakeProvider(), dataclasses.replace(POLICY, run_seconds=50))
+    report = service.run(remaining_seconds=lambda: 60.0)
+    assert (report.lease_busy, report.sweeps) == (0, 1) and moments[1] == SUBMITTED + 23
+
+
+def test_learned_solve_times_survive_in_the_lease(store: InMemoryTaskStore) -> None:
+    pending(store, "1", first_poll=SUBMITTED + 20)
+    service, _ = _clocked(store, FakeProvider(answers={"1": TOKEN}), POLICY)
+    service.run(remaining_seconds=lambda: 60.0)
+    assert store.lease["samples"] == {"userrecaptcha": [10.0]}
+    fresh_container = SolveTimes(default_seconds=20)
+    PollerService(store, FakeProvider(), POLICY, fresh_container).run(lambda: 60.0)
+    assert list(fresh_container.samples["userrecaptcha"]) == [10.0]

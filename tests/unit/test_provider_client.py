@@ -13,6 +13,7 @@ from requests.adapters import BaseAdapter
 
 from pingback_guard.domain.errors import (
     ProviderAccountError,
+    ProviderBatchRefusedError,
     ProviderRejectedError,
     ProviderRetryableError,
 )
@@ -190,58 +191,36 @@ class TestGetResults:
             AnswerKind.TASK_FAILED,
         ]
 
-    def test_batches_are_split_at_the_batch_size(self) -> None:
-        client, transport = client_with(
-            [
-                reply({"status": 1, "request": "CAPCHA_NOT_READY|CAPCHA_NOT_READY"}),
-                reply({"status": 0, "request": "CAPCHA_NOT_READY"}),
-            ],
-            batch_size=2,
-        )
-        answers = client.get_results(["1", "2", "3"])
-        assert len(transport.sent) == 2 and len(answers) == 3
-
     def test_all_not_ready_batch_answer(self) -> None:
         client, _ = client_with([reply({"status": 0, "request": "CAPCHA_NOT_READY"})])
         assert {a.kind for a in client.get_results(["1", "2"]).values()} == {AnswerKind.NOT_READY}
 
-    def test_provider_without_ids_falls_back_to_one_request_per_id_and_remembers(self) -> None:
-        client, transport = client_with(
-            [
-                reply({"status": 0, "request": "ERROR_BAD_PARAMETERS"}),
-                reply({"status": 1, "request": TOKEN}),
-                reply({"status": 0, "request": "CAPCHA_NOT_READY"}),
-                reply({"status": 0, "request": "CAPCHA_NOT_READY"}),
-                reply({"status": 0, "request": "CAPCHA_NOT_READY"}),
-            ]
-        )
-        first = client.get_results(["1", "2"])
-        assert first["1"].kind is AnswerKind.READY and first["2"].kind is AnswerKind.NOT_READY
-        client.get_results(["3", "4"])
-        assert [("ids" in transport.fields(i)) for i in range(5)] == [
-            True,
-            False,
-            False,
-            False,
-            False,
-        ]
+    def test_an_odd_ids_answer_is_a_batch_refusal_after_exactly_one_request(self) -> None:
+        client, transport = client_with([reply({"status": 0, "request": "ERROR_BAD_PARAMETERS"})])
+        with pytest.raises(ProviderBatchRefusedError):
+            client.get_results(["1", "2"])
+        assert len(transport.sent) == 1 and "ids" in transport.fields(0)
 
-    def test_setting_turns_batching_off(self) -> None:
-        client, transport = client_with(
-            [reply({"status": 0, "request": "CAPCHA_NOT_READY"})] * 2, batch_ids=False
-        )
-        client.get_results(["1", "2"])
-        assert all("id" in transport.fields(i) for i in range(2))
+    def test_one_id_is_asked_with_id(self) -> None:
+        client, transport = client_with([reply({"status": 0, "request": "CAPCHA_NOT_READY"})])
+        client.get_results(["1"])
+        assert transport.fields(0)["id"] == "1" and "ids" not in transport.fields(0)
 
-    def test_server_errors_are_retried_with_backoff(self) -> None:
-        client, transport = client_with(
-            [reply("oops", 502), reply("oops", 503), reply({"status": 1, "request": TOKEN})]
-        )
-        assert client.get_results(["9"])["9"].kind is AnswerKind.READY
-        assert len(transport.sent) == 3
+    def test_a_server_error_is_one_request_and_not_retried_here(self) -> None:
+        client, transport = client_with([reply("oops", 502)])
+        with pytest.raises(ProviderRetryableError):
+            client.get_results(["9"])
+        assert len(transport.sent) == 1
+
+    @pytest.mark.parametrize("status", [301, 302, 307, 308])
+    def test_redirects_are_never_followed(self, status: int) -> None:
+        client, transport = client_with([reply("", status)])
+        with pytest.raises(ProviderRetryableError):
+            client.get_results(["9"])
+        assert len(transport.sent) == 1
 
     def test_timeouts_exhaust_into_a_retryable_error_without_the_key(self) -> None:
-        client, _ = client_with([requests.ReadTimeout(f"https://x/res.php?key={API_KEY}")] * 3)
+        client, _ = client_with([requests.ReadTimeout(f"https://x/res.php?key={API_KEY}")])
         with pytest.raises(ProviderRetryableError) as raised:
             client.get_results(["9"])
         assert API_KEY not in str(raised.value) and raised.value.__cause__ is None

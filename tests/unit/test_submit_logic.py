@@ -76,11 +76,13 @@ def service(
     )
 
 
-def test_given_a_submission_then_pending_due_after_the_callback_timeout() -> None:
+def test_given_a_submission_then_pending_due_when_likely_ready_not_at_the_callback_timeout() -> (
+    None
+):
     store, provider = InMemoryTaskStore(), FakeProvider()
     task = service(store, provider).submit(parse_submission(VALID), "https://cb")
     stored = store.get(task.task_id)
-    assert stored is not None and stored.status is TaskStatus.PENDING and stored.due_at == 1120.0
+    assert stored is not None and stored.status is TaskStatus.PENDING and stored.due_at == 1020.0
     assert provider.submitted == [(task.task_id, "https://cb")]
 
 

@@ -17,6 +17,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pingback_guard.domain.errors import StoreError, StoreUnavailableError
+from pingback_guard.domain.lease import PollerLease
 from pingback_guard.domain.task import (
     CaptchaRequest,
     DeliveryPath,
@@ -46,6 +47,8 @@ UNAVAILABLE_ERROR_CODES = frozenset(
     }
 )
 QUERY_PAGE_SIZE = 500
+# Not a task: task ids are digits, so this key never collides with one and no route reads it.
+POLLER_LEASE_KEY = "#poller-lease"
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -73,6 +76,8 @@ def _plain(value: object) -> object:
         return Decimal(repr(value))
     if isinstance(value, dict):
         return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
     return value
 
 
@@ -206,21 +211,82 @@ class DynamoDbTaskStore:
             return False
         return True
 
-    def reschedule_poll(self, task_id: str, due_at: float, poll_attempts: int) -> bool:
+    def reschedule_poll(
+        self,
+        task_id: str,
+        due_at: float,
+        poll_attempts: int,
+        last_checked_at: float | None = None,
+    ) -> bool:
+        checked = "" if last_checked_at is None else ", last_checked_at = :checked"
+        extra = {} if last_checked_at is None else {"checked": last_checked_at}
         try:
             self._update(
                 task_id,
-                "SET due_at = :due, poll_attempts = :attempts",
+                f"SET due_at = :due, poll_attempts = :attempts{checked}",
                 condition="#status = :pending",
                 names={"#status": "status"},
                 values=_values(
-                    due=due_at, attempts=poll_attempts, pending=TaskStatus.PENDING.value
+                    due=due_at, attempts=poll_attempts, pending=TaskStatus.PENDING.value, **extra
                 ),
                 return_old=False,
             )
         except ConditionRefused:
             return False
         return True
+
+    def next_due_at(self, after: float, until: float) -> float | None:
+        earliest: float | None = None
+        for shard in range(self._settings.due_shards):
+            page = self._call(
+                "Query",
+                self._client.query,
+                TableName=self._settings.table_name,
+                IndexName=self._settings.due_index_name,
+                KeyConditionExpression="due_shard = :shard AND due_at BETWEEN :after AND :until",
+                ProjectionExpression="due_at",
+                ExpressionAttributeValues=_values(shard=str(shard), after=after, until=until),
+                Limit=1,
+            )
+            for raw in page.get("Items", []):
+                found = float(_item_to_python(raw)["due_at"])
+                earliest = found if earliest is None else min(earliest, found)
+        return earliest
+
+    def acquire_poller_lease(self, holder: str, now: float, until: float) -> PollerLease:
+        try:
+            answer = self._call(
+                "UpdateItem",
+                self._client.update_item,
+                TableName=self._settings.table_name,
+                Key={"task_id": {"S": POLLER_LEASE_KEY}},
+                UpdateExpression="SET holder = :holder, lease_until = :until",
+                ConditionExpression="attribute_not_exists(lease_until) OR lease_until <= :now",
+                ExpressionAttributeValues=_values(holder=holder, until=until, now=now),
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ConditionRefused as refused:
+            held = _float_or_none((refused.old_item or {}).get("lease_until"))
+            return PollerLease(acquired=False, held_until=held if held is not None else until)
+        item = _item_to_python(answer.get("Attributes", {}))
+        return PollerLease(True, until, _solve_samples(item.get("solve_samples")))
+
+    def release_poller_lease(
+        self, holder: str, now: float, solve_samples: dict[str, list[float]]
+    ) -> None:
+        try:
+            self._call(
+                "UpdateItem",
+                self._client.update_item,
+                TableName=self._settings.table_name,
+                Key={"task_id": {"S": POLLER_LEASE_KEY}},
+                UpdateExpression="SET lease_until = :now, solve_samples = :samples",
+                ConditionExpression="holder = :holder",
+                ExpressionAttributeValues=_values(holder=holder, now=now, samples=solve_samples),
+            )
+        except ConditionRefused:
+            return
 
     def get(self, task_id: str) -> Task | None:
         item = self._get_item(task_id)
@@ -243,7 +309,9 @@ class DynamoDbTaskStore:
             "TableName": self._settings.table_name,
             "IndexName": self._settings.due_index_name,
             "KeyConditionExpression": "due_shard = :shard AND due_at <= :now",
-            "ProjectionExpression": "task_id, due_at, submitted_at, poll_attempts",
+            "ProjectionExpression": "task_id, due_at, submitted_at, poll_attempts,"
+            " last_checked_at, #method",
+            "ExpressionAttributeNames": {"#method": "method"},
             "ExpressionAttributeValues": _values(shard=shard, now=now),
         }
         remaining = limit
@@ -318,7 +386,19 @@ def _due_task_from_item(item: Mapping[str, Any]) -> DueTask:
         due_at=float(item["due_at"]),
         submitted_at=_float_or_none(item.get("submitted_at")) or float(item["due_at"]),
         poll_attempts=int(item.get("poll_attempts", 0)),
+        last_checked_at=_float_or_none(item.get("last_checked_at")),
+        method=str(item["method"]) if "method" in item else None,
     )
+
+
+def _solve_samples(raw: object) -> dict[str, list[float]]:
+    if not isinstance(raw, Mapping):
+        return {}
+    return {
+        str(method): [float(value) for value in values if isinstance(value, Decimal | int)]
+        for method, values in raw.items()
+        if isinstance(values, list)
+    }
 
 
 def _task_from_item(item: Mapping[str, Any]) -> Task:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from pingback_guard.domain.lease import PollerLease
 from pingback_guard.domain.task import (
     DueTask,
     NewTask,
@@ -27,10 +28,28 @@ class TaskStore(Protocol):
     def mark_expired(self, task_id: str, now: float) -> bool:
         """PENDING -> EXPIRED; False when the task was no longer PENDING."""
 
-    def reschedule_poll(self, task_id: str, due_at: float, poll_attempts: int) -> bool:
-        """Move a PENDING task's next poll; False when it was no longer PENDING."""
+    def reschedule_poll(
+        self,
+        task_id: str,
+        due_at: float,
+        poll_attempts: int,
+        last_checked_at: float | None = None,
+    ) -> bool:
+        """Move a PENDING task's next poll (and record its last "not ready" answer, if given);
+        False when it was no longer PENDING."""
 
     def get(self, task_id: str) -> Task | None: ...
 
     def due_tasks(self, now: float, limit: int) -> list[DueTask]:
         """PENDING tasks due at or before ``now``, at most ``limit``, never by Scan."""
+
+    def next_due_at(self, after: float, until: float) -> float | None:
+        """The earliest due time in (after, until] of a PENDING task, None if there is none."""
+
+    def acquire_poller_lease(self, holder: str, now: float, until: float) -> PollerLease:
+        """Take the poller lease until ``until`` if it is free (expired or released)."""
+
+    def release_poller_lease(
+        self, holder: str, now: float, solve_samples: dict[str, list[float]]
+    ) -> None:
+        """Free the lease if ``holder`` still has it, keeping what the poller learned."""

@@ -63,3 +63,7 @@ class TaskNotRecordedError(PingbackGuardError):
     def __init__(self, task_id: str) -> None:
         super().__init__(f"task {task_id} accepted by the provider but not recorded")
         self.task_id = task_id
+
+
+class ProviderBatchRefusedError(ProviderRetryableError):
+    """res.php answered an ``ids=`` request out of shape: ask one id per request for now."""

@@ -104,6 +104,7 @@ class TaskResult:
     code: str
     delivered_via: DeliveryPath
     received_at: float
+    finished_after: float | None = None
 
     @property
     def is_failure(self) -> bool:
@@ -118,6 +119,8 @@ class DueTask:
     due_at: float
     submitted_at: float
     poll_attempts: int
+    last_checked_at: float | None = None
+    method: str | None = None
 
 
 @dataclass(frozen=True)

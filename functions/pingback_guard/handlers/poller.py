@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
+from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService, PollPolicy, SweepReport
 from pingback_guard.observability import logger, metrics, tracer
 from pingback_guard.provider.wiring import captchaai_client
@@ -28,20 +28,29 @@ service = PollerService(
         max_requests_per_sweep=settings.max_requests_per_sweep,
         ids_per_request=provider.batch_size if provider.batch_ids else 1,
         deadline_margin_seconds=settings.deadline_margin_seconds,
+        sweep_interval_seconds=settings.sweep_interval_seconds,
+        run_seconds=settings.run_seconds,
+        batch_probe_seconds=settings.batch_probe_seconds,
     ),
+    SolveTimes(default_seconds=settings.expected_solve_seconds),
 )
 
 METRIC_BY_COUNT = {
+    "sweeps": "PollSweeps",
     "due": "PollDueTasks",
     "requests": "PollRequests",
     "recovered": "PollRecovered",
     "failed": "PollTaskFailed",
     "not_ready": "PollNotReady",
+    "deferred": "PollDeferred",
     "expired": "TaskExpired",
     "duplicates": "PollDuplicate",
     "conflicts": "PollConflict",
     "retryable_errors": "ProviderRetryableError",
+    "batch_refused": "PollBatchRefused",
+    "budget_exhausted": "PollBudgetExhausted",
     "store_errors": "PollStoreError",
+    "lease_busy": "PollLeaseBusy",
 }
 
 
@@ -49,14 +58,14 @@ METRIC_BY_COUNT = {
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    report = service.sweep(
-        now=time.time(), remaining_seconds=lambda: context.get_remaining_time_in_millis() / 1000
-    )
+    # One per invocation, whatever happens next: the "poller not running" alarm counts these.
+    metrics.add_metric(name="PollerInvocations", unit=MetricUnit.Count, value=1)
+    report = service.run(lambda: context.get_remaining_time_in_millis() / 1000)
     _emit(report)
-    summary = {name: getattr(report, name) for name in METRIC_BY_COUNT}
+    summary: dict[str, Any] = {name: getattr(report, name) for name in METRIC_BY_COUNT}
     summary["stopped_early"] = report.stopped_early
     summary["account_error"] = report.account_error
-    logger.info("sweep done", extra=summary)
+    logger.info("sweeps done", extra=summary)
     return summary
 
 

@@ -44,6 +44,7 @@ service = SubmitService(
     captchaai_client(settings.provider),
     SqsDeadLetterQueue(sqs_client(), settings.dead_letter_queue_url),
     settings.callback_timeout_seconds,
+    expected_solve_seconds=settings.expected_solve_seconds,
 )
 
 

@@ -1,18 +1,28 @@
-"""Fallback polling rules: which tasks to ask about, how often, and when to give up."""
+"""Fallback polling rules: which tasks to ask about, when, how many requests, when to give up.
+
+One invocation holds the poller lease (one sweeper at a time) and sweeps every few seconds while
+tasks will come due before it stops, so a result is looked for when it is likely ready rather
+than at the next scheduled minute. Every HTTP request to res.php is budgeted and made only with
+time left before the Lambda deadline.
+"""
 
 from __future__ import annotations
 
-import random
+import math
+import time
+import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.errors import (
     ProviderAccountError,
+    ProviderBatchRefusedError,
     ProviderRetryableError,
     StoreError,
 )
 from pingback_guard.domain.task import DeliveryPath, DueTask, StoreOutcome, TaskResult
+from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
 from pingback_guard.logic.results import store_result
 from pingback_guard.provider.answers import AnswerKind, ProviderAnswer
 from pingback_guard.provider.client import ProviderClient
@@ -28,13 +38,13 @@ class PollPolicy:
     max_requests_per_sweep: int
     ids_per_request: int
     deadline_margin_seconds: float
+    sweep_interval_seconds: float = 5.0
+    run_seconds: float = 0.0
+    batch_probe_seconds: float = 300.0
 
-    def next_due(self, task: DueTask, now: float, rng: random.Random) -> float:
-        """Exponential backoff with jitter, never past the moment the task expires."""
-        growth = 2.0 ** min(task.poll_attempts, 30)
-        delay = min(self.backoff_max_seconds, self.backoff_base_seconds * growth)
-        jittered = delay * rng.uniform(0.8, 1.2)
-        return min(now + jittered, self.expires_at(task))
+    @property
+    def schedule(self) -> CheckSchedule:
+        return CheckSchedule(self.backoff_base_seconds, self.backoff_max_seconds)
 
     def expires_at(self, task: DueTask) -> float:
         return task.submitted_at + self.retention_seconds
@@ -49,21 +59,35 @@ class PollPolicy:
 
 @dataclass
 class SweepReport:
-    """What one sweep did; each count is also a metric the handler emits."""
+    """What one invocation did; each count is also a metric the handler emits."""
 
+    sweeps: int = 0
     due: int = 0
     requests: int = 0
     recovered: int = 0
     failed: int = 0
     not_ready: int = 0
+    deferred: int = 0
     expired: int = 0
     duplicates: int = 0
     conflicts: int = 0
     retryable_errors: int = 0
+    batch_refused: int = 0
+    budget_exhausted: int = 0
     store_errors: int = 0
+    lease_busy: int = 0
     account_error: str | None = None
     stopped_early: bool = False
     recovery_delays: list[float] = field(default_factory=list)
+
+    def add(self, other: SweepReport) -> None:
+        for counter in fields(self):
+            value = getattr(other, counter.name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                setattr(self, counter.name, getattr(self, counter.name) + value)
+        self.account_error = self.account_error or other.account_error
+        self.stopped_early = self.stopped_early or other.stopped_early
+        self.recovery_delays.extend(other.recovery_delays)
 
 
 class PollerService:
@@ -72,29 +96,74 @@ class PollerService:
         store: TaskStore,
         provider: ProviderClient,
         policy: PollPolicy,
-        rng: random.Random | None = None,
+        solve_times: SolveTimes,
+        *,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = store
         self._provider = provider
         self._policy = policy
-        self._rng = rng or random.Random()
+        self._solve_times = solve_times
+        self._clock = clock
+        self._sleep = sleep
+        self._batching_paused_until = -math.inf
+
+    def run(self, remaining_seconds: Callable[[], float]) -> SweepReport:
+        """Hold the lease and sweep every few seconds while tasks come due before we stop."""
+        report = SweepReport()
+        holder = uuid.uuid4().hex
+        started = self._clock()
+        time_left = max(0.0, self._time_left(remaining_seconds))
+        stop_at = started + min(self._policy.run_seconds, time_left)
+        # Held to the Lambda deadline at most: a crashed holder's lease ends by itself.
+        lease_until = started + remaining_seconds()
+        if not self._take_lease(holder, lease_until, remaining_seconds, report):
+            return report
+        try:
+            while True:
+                now = self._clock()
+                report.add(self.sweep(now, remaining_seconds))
+                if report.account_error or report.stopped_early:
+                    return report
+                next_sweep = now + self._policy.sweep_interval_seconds
+                if next_sweep > stop_at or not self._store.next_due_at(now, stop_at):
+                    return report
+                self._sleep(max(0.0, next_sweep - self._clock()))
+        except StoreError:
+            report.store_errors += 1
+            return report
+        finally:
+            self._release_lease(holder)
 
     def sweep(self, now: float, remaining_seconds: Callable[[], float]) -> SweepReport:
-        """Poll due PENDING tasks in batches until done, out of budget or out of time."""
-        report = SweepReport()
+        """Poll due PENDING tasks until done, out of request budget or out of time."""
+        report = SweepReport(sweeps=1)
         try:
             due = self._store.due_tasks(now, limit=self._policy.max_tasks_per_sweep)
         except StoreError:
             report.store_errors += 1  # the next sweep finds the same tasks still due
             return report
         report.due = len(due)
-        for batch in _chunks(due, self._policy.ids_per_request):
-            if remaining_seconds() < self._policy.deadline_margin_seconds:
+        pending = [task for task in due if not self._deferred(task, now, report)]
+        queue = self._requests_for(pending, now)
+        while queue:
+            if report.requests >= self._policy.max_requests_per_sweep:
+                report.budget_exhausted += 1
+                break
+            if self._time_left(remaining_seconds) <= 0:
                 report.stopped_early = True
                 break
+            batch = queue.pop(0)
             report.requests += 1
             try:
                 answers = self._provider.get_results([task.task_id for task in batch])
+            except ProviderBatchRefusedError:
+                # This sweep asks one id per request; batching is probed again later.
+                report.batch_refused += 1
+                self._batching_paused_until = now + self._policy.batch_probe_seconds
+                queue = [[task] for group in [batch, *queue] for task in group]
+                continue
             except ProviderAccountError as error:
                 report.account_error = str(error)
                 break
@@ -105,6 +174,28 @@ class PollerService:
                 self._settle(task, answers.get(task.task_id, NO_ANSWER), now, report)
         return report
 
+    def _time_left(self, remaining_seconds: Callable[[], float]) -> float:
+        return remaining_seconds() - self._policy.deadline_margin_seconds
+
+    def _requests_for(self, tasks: Sequence[DueTask], now: float) -> list[list[DueTask]]:
+        size = self._policy.ids_per_request if now >= self._batching_paused_until else 1
+        return [list(tasks[start : start + size]) for start in range(0, len(tasks), size)]
+
+    def _deferred(self, task: DueTask, now: float, report: SweepReport) -> bool:
+        """A task not checked yet whose method is likely not solved yet waits, without a request."""
+        if task.poll_attempts or self._policy.is_expired(task, now):
+            return False
+        likely_at = task.submitted_at + self._solve_times.likely_ready(task.method)
+        if likely_at < now + self._policy.backoff_base_seconds:
+            return False
+        try:
+            due_at = min(likely_at, self._policy.expires_at(task))
+            self._store.reschedule_poll(task.task_id, due_at, 0)
+        except StoreError:
+            report.store_errors += 1
+        report.deferred += 1
+        return True
+
     def _settle(
         self, task: DueTask, answer: ProviderAnswer, now: float, report: SweepReport
     ) -> None:
@@ -114,16 +205,36 @@ class PollerService:
             elif self._policy.is_expired(task, now):
                 report.expired += int(self._store.mark_expired(task.task_id, now))
             else:
-                next_due = self._policy.next_due(task, now, self._rng)
-                self._store.reschedule_poll(task.task_id, next_due, task.poll_attempts + 1)
+                checked = now if answer.kind is AnswerKind.NOT_READY else task.last_checked_at
+                attempts = task.poll_attempts + 1
+                self._store.reschedule_poll(
+                    task.task_id, self._next_check(task, now, attempts), attempts, checked
+                )
                 report.not_ready += int(answer.kind is AnswerKind.NOT_READY)
         except StoreError:
             report.store_errors += 1
 
+    def _next_check(self, task: DueTask, now: float, attempts: int) -> float:
+        expires_at = self._policy.expires_at(task)
+        schedule = self._policy.schedule
+        if schedule.exhausted(attempts):
+            return max(now + self._policy.backoff_base_seconds, expires_at)
+        likely_at = task.submitted_at + self._solve_times.likely_ready(task.method)
+        return min(schedule.next_check(task.submitted_at, now, attempts, likely_at), expires_at)
+
     def _store_answer(
         self, task: DueTask, answer: ProviderAnswer, now: float, report: SweepReport
     ) -> None:
-        result = TaskResult(task.task_id, answer.value, DeliveryPath.POLL, received_at=now)
+        finished_after = task.last_checked_at or task.submitted_at
+        result = TaskResult(
+            task.task_id,
+            answer.value,
+            DeliveryPath.POLL,
+            received_at=now,
+            finished_after=finished_after,
+        )
+        if answer.kind is AnswerKind.READY:
+            self._solve_times.observe(task.method, (finished_after + now) / 2 - task.submitted_at)
         outcome = store_result(self._store, result)
         if outcome is StoreOutcome.DUPLICATE:
             report.duplicates += 1
@@ -135,6 +246,35 @@ class PollerService:
         else:
             report.failed += 1
 
+    def _take_lease(
+        self,
+        holder: str,
+        lease_until: float,
+        remaining_seconds: Callable[[], float],
+        report: SweepReport,
+    ) -> bool:
+        """One sweeper at a time. A predecessor about to stop is waited for, once."""
+        time_left = self._time_left(remaining_seconds)
+        try:
+            lease = self._store.acquire_poller_lease(holder, self._clock(), lease_until)
+            wait = lease.held_until - self._clock()
+            soon = 0 < wait < min(self._policy.sweep_interval_seconds * 2, time_left)
+            if not lease.acquired and soon:
+                self._sleep(wait)
+                lease = self._store.acquire_poller_lease(holder, self._clock(), lease_until)
+        except StoreError:
+            report.store_errors += 1
+            return False
+        if not lease.acquired:
+            report.lease_busy += 1
+            return False
+        if lease.solve_samples:
+            self._solve_times.samples.clear()
+            self._solve_times.load(lease.solve_samples)
+        return True
 
-def _chunks(tasks: Sequence[DueTask], size: int) -> list[Sequence[DueTask]]:
-    return [tasks[start : start + size] for start in range(0, len(tasks), size)]
+    def _release_lease(self, holder: str) -> None:
+        try:
+            self._store.release_poller_lease(holder, self._clock(), self._solve_times.dump())
+        except StoreError:
+            return  # the lease ends by itself at the Lambda deadline

@@ -19,6 +19,7 @@ from pingback_guard.domain.task import (
     CaptchaRequest,
     NewTask,
 )
+from pingback_guard.logic.poll_schedule import first_poll_delay
 from pingback_guard.provider.client import ProviderClient
 from pingback_guard.queue.dead_letter import DeadLetterQueue
 
@@ -83,6 +84,7 @@ class SubmitService:
         dead_letters: DeadLetterQueue,
         callback_timeout_seconds: float,
         *,
+        expected_solve_seconds: float = 20.0,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -90,6 +92,7 @@ class SubmitService:
         self._provider = provider
         self._dead_letters = dead_letters
         self._callback_timeout = callback_timeout_seconds
+        self._expected_solve = expected_solve_seconds
         self._clock = clock
         self._sleep = sleep
 
@@ -101,7 +104,10 @@ class SubmitService:
         """
         task_id = self._provider.submit(request, callback_url)
         submitted_at = self._clock()
-        task = NewTask(task_id, request, submitted_at, submitted_at + self._callback_timeout)
+        first_poll_after = first_poll_delay(
+            request.method, self._expected_solve, self._callback_timeout
+        )
+        task = NewTask(task_id, request, submitted_at, submitted_at + first_poll_after)
         try:
             self._record(task)
         except StoreUnavailableError as store_failure:

@@ -1,8 +1,11 @@
 """The only code that speaks in.php / res.php (CaptchaAI, 2captcha and compatibles).
 
-Every call has a connect and a read timeout. Only requests that cannot create a second task are
-retried: res.php reads, and in.php when the connection was never made or the provider said it had
-no free slot. The API key goes in form bodies and query strings only, never in a message: errors
+Every call has one overall deadline (a slow-dripping server cannot stretch it read by read), a cap
+on the answer's bytes, and never follows a redirect (it would re-send the key elsewhere). Only
+requests that cannot create a second task are retried: in.php when the connection was never made
+or the provider said it had no free slot, report/balance reads. A res.php ``get`` is exactly one
+HTTP request and never retried here: the poller budgets every request it makes, and its next sweep
+is the retry. The API key goes in form bodies and query strings only, never in a message: errors
 from requests carry the URL (and so the key), so they are replaced, not chained.
 """
 
@@ -17,9 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import requests
+import urllib3
 
 from pingback_guard.domain.errors import (
     ProviderAccountError,
+    ProviderBatchRefusedError,
     ProviderRejectedError,
     ProviderRetryableError,
 )
@@ -29,6 +34,9 @@ from pingback_guard.provider.answers import AnswerKind, ProviderAnswer, classify
 PLAIN_CODE = re.compile(r"[A-Z0-9_: ]{1,64}")
 
 USER_AGENT = "pingback-guard/0.1"
+# 100 ids of tokens up to 8 KB each, with separators: the largest honest ids= answer.
+MAX_ANSWER_BYTES = 1024 * 1024
+READ_CHUNK_BYTES = 16 * 1024
 SITEKEY_FIELD = {"userrecaptcha": "googlekey"}
 
 
@@ -50,9 +58,9 @@ class CaptchaAiClient:
         base_url: str,
         api_key_source: Callable[[], str],
         *,
-        batch_ids: bool = True,
-        batch_size: int = 100,
-        timeout: tuple[float, float] = (3.05, 10.0),
+        connect_timeout_seconds: float = 3.05,
+        call_deadline_seconds: float = 10.0,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
         retry: RetryPolicy | None = None,
         session: requests.Session | None = None,
         sleep: Callable[[float], None] = time.sleep,
@@ -60,9 +68,9 @@ class CaptchaAiClient:
     ) -> None:
         self._base_url = base_url.rstrip("/")
         self._api_key = api_key_source
-        self._batch_ids = batch_ids
-        self._batch_size = batch_size
-        self._timeout = timeout
+        self._connect_timeout = min(connect_timeout_seconds, call_deadline_seconds)
+        self._call_deadline = call_deadline_seconds
+        self._max_answer_bytes = max_answer_bytes
         self._retry = retry or RetryPolicy()
         self._session = session or requests.Session()
         self._session.headers["User-Agent"] = USER_AGENT
@@ -97,15 +105,10 @@ class CaptchaAiClient:
         raise ProviderRetryableError("in.php: no attempt left")  # pragma: no cover
 
     def get_results(self, task_ids: Sequence[str]) -> dict[str, ProviderAnswer]:
-        answers: dict[str, ProviderAnswer] = {}
-        if self._batch_ids:
-            for start in range(0, len(task_ids), self._batch_size):
-                chunk = task_ids[start : start + self._batch_size]
-                answers.update(self._get_batch(chunk))
-        else:
-            for task_id in task_ids:
-                answers[task_id] = self._get_one(task_id)
-        return answers
+        """One HTTP request: ``ids=`` for several ids, ``id=`` for one; never retried here."""
+        if len(task_ids) == 1:
+            return {task_ids[0]: self._get_one(task_ids[0])}
+        return self._get_batch(task_ids)
 
     def report(self, task_id: str, *, good: bool) -> None:
         action = "reportgood" if good else "reportbad"
@@ -123,7 +126,7 @@ class CaptchaAiClient:
             raise ProviderRetryableError("res.php getbalance: malformed balance") from None
 
     def _get_one(self, task_id: str) -> ProviderAnswer:
-        status, answer = self._read({"action": "get", "id": task_id})
+        status, answer = self._get({"action": "get", "id": task_id})
         verdict = classify(str(answer))
         if (status == 1) != (verdict.kind is AnswerKind.READY):
             return ProviderAnswer(AnswerKind.RETRYABLE, "UNEXPECTED_ANSWER")
@@ -132,9 +135,7 @@ class CaptchaAiClient:
         return verdict
 
     def _get_batch(self, task_ids: Sequence[str]) -> dict[str, ProviderAnswer]:
-        if len(task_ids) == 1:
-            return {task_ids[0]: self._get_one(task_ids[0])}
-        status, answer = self._read({"action": "get", "ids": ",".join(task_ids)})
+        status, answer = self._get({"action": "get", "ids": ",".join(task_ids)})
         parts = str(answer).split("|")
         if status == 1 and len(parts) == len(task_ids):
             return {task_id: classify(part) for task_id, part in zip(task_ids, parts, strict=True)}
@@ -146,9 +147,11 @@ class CaptchaAiClient:
                 return dict.fromkeys(task_ids, verdict)
             if verdict.kind is AnswerKind.RETRYABLE:
                 raise ProviderRetryableError(f"res.php get ids: {verdict.value}")
-        # ids= refused (CaptchaAI does not document it) or answered out of shape: one id each.
-        self._batch_ids = False
-        return {task_id: self._get_one(task_id) for task_id in task_ids}
+        # ids= refused (CaptchaAI does not document it) or answered out of shape.
+        raise ProviderBatchRefusedError("res.php get ids: answer out of shape")
+
+    def _get(self, params: dict[str, str]) -> tuple[int, Any]:
+        return self._exchange("GET", "res.php", {"key": self._api_key(), "json": "1", **params})
 
     def _read(self, params: dict[str, str]) -> tuple[int, Any]:
         query = {"key": self._api_key(), "json": "1", **params}
@@ -169,9 +172,16 @@ class CaptchaAiClient:
         idempotent = method == "GET"
         url = f"{self._base_url}/{endpoint}"
         body, query = (fields, None) if method == "POST" else (None, fields)
+        deadline = time.monotonic() + self._call_deadline
         try:
             response = self._session.request(
-                method, url, data=body, params=query, timeout=self._timeout
+                method,
+                url,
+                data=body,
+                params=query,
+                timeout=(self._connect_timeout, self._call_deadline),
+                allow_redirects=False,
+                stream=True,
             )
         except requests.ConnectTimeout:
             raise ProviderRetryableError(f"{endpoint}: connect timeout") from None
@@ -184,9 +194,18 @@ class CaptchaAiClient:
             raise ProviderRetryableError(
                 f"{endpoint}: {type(error).__name__}", resend_is_safe=idempotent
             ) from None
-        if response.status_code >= 500 or response.status_code == 429:
-            raise ProviderRetryableError(f"{endpoint}: HTTP {response.status_code}")
-        return _parse_answer(endpoint, response.text)
+        try:
+            if response.status_code >= 500 or response.status_code == 429:
+                raise ProviderRetryableError(f"{endpoint}: HTTP {response.status_code}")
+            if 300 <= response.status_code < 400:
+                # A redirect would re-send the key and the pingback URL to another host.
+                status = response.status_code
+                raise ProviderRetryableError(f"{endpoint}: HTTP {status} not followed")
+            content = _read_capped(endpoint, response, deadline, self._max_answer_bytes, idempotent)
+        finally:
+            if response.raw is not None:
+                response.close()
+        return _parse_answer(endpoint, content)
 
     @staticmethod
     def _task_id_from(answer: object) -> str:
@@ -203,16 +222,67 @@ def _never_connected(error: requests.ConnectionError) -> bool:
     return any(marker in text for marker in markers)
 
 
-def _parse_answer(endpoint: str, text: str) -> tuple[int, Any]:
-    """JSON ``{"status": 0|1, "request": ...}``, or the plain-text forms ``OK|x`` / ``ERROR_X``."""
-    body = text.strip()
+def _read_capped(
+    endpoint: str,
+    response: requests.Response,
+    deadline: float,
+    max_bytes: int,
+    idempotent: bool,
+) -> bytes:
+    """The body, read one socket receive at a time so the call's deadline holds between drips."""
+    raw = response.raw
+    if not isinstance(raw, urllib3.BaseHTTPResponse):  # a transport that already holds the body
+        content = response.content
+        if len(content) > max_bytes:
+            raise ProviderRetryableError(f"{endpoint}: answer over {max_bytes} bytes")
+        return content
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ProviderRetryableError(
+                    f"{endpoint}: answer not complete within the call deadline",
+                    resend_is_safe=idempotent,
+                )
+            _limit_wait(raw, remaining)
+            chunk = raw.read1(READ_CHUNK_BYTES)
+            if not chunk:
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > max_bytes:
+                raise ProviderRetryableError(f"{endpoint}: answer over {max_bytes} bytes")
+            chunks.append(chunk)
+    except (urllib3.exceptions.HTTPError, OSError) as error:
+        raise ProviderRetryableError(
+            f"{endpoint}: answer not received: {type(error).__name__}", resend_is_safe=idempotent
+        ) from None
+
+
+def _limit_wait(raw: urllib3.BaseHTTPResponse, seconds: float) -> None:
+    """No single receive may wait past the call's deadline."""
+    sock = getattr(getattr(raw, "connection", None), "sock", None)
+    if sock is not None:
+        sock.settimeout(seconds)
+
+
+def _parse_answer(endpoint: str, content: bytes) -> tuple[int, Any]:
+    """JSON ``{"status": 0|1, "request": ...}``, or the plain-text forms ``OK|x`` / ``ERROR_X``.
+
+    Hostile answers (deep nesting, non-UTF-8, odd types) become a retryable error, never a crash.
+    """
+    body = content.decode("utf-8", errors="replace").strip()
     try:
         document = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         document = None
     if isinstance(document, dict) and "status" in document:
+        request = document.get("request", "")
+        if isinstance(request, bool) or not isinstance(request, str | int):
+            raise ProviderRetryableError(f"{endpoint}: malformed answer (len={len(body)})")
         status = document.get("status")
-        return (1 if status in (1, "1") else 0), document.get("request", "")
+        return (1 if status in (1, "1") and not isinstance(status, bool) else 0), request
     if body.startswith("OK|"):
         return 1, body[3:]
     if PLAIN_CODE.fullmatch(body):

@@ -11,7 +11,6 @@ def captchaai_client(provider: ProviderSettings) -> CaptchaAiClient:
     return CaptchaAiClient(
         provider.base_url,
         api_key_reader(provider.api_key_parameter, provider.api_key_cache_seconds),
-        batch_ids=provider.batch_ids,
-        batch_size=provider.batch_size,
-        timeout=(provider.connect_timeout_seconds, provider.read_timeout_seconds),
+        connect_timeout_seconds=provider.connect_timeout_seconds,
+        call_deadline_seconds=provider.call_deadline_seconds,
     )

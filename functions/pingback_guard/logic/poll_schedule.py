@@ -1,0 +1,92 @@
+"""When to look for a task's result: when it is likely ready, within the provider's rate rules.
+
+2captcha: the first res.php check no earlier than 5 s after submit (10-20 s for reCAPTCHA), then
+no more often than every 5 s per task; keys asking more than 20 times per CAPTCHA get blocked.
+Pure rules: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+EARLIEST_FIRST_CHECK_SECONDS = {"userrecaptcha": 15.0}
+DEFAULT_EARLIEST_FIRST_CHECK_SECONDS = 5.0
+# A poll after `elapsed` seconds comes `GAP_FRACTION * elapsed` later: a token found late is at
+# most that much older than it had to be, and a task costs O(log) checks, not one per 5 s.
+GAP_FRACTION = 0.25
+# Far below 2captcha's 20 per CAPTCHA; after these the task is checked once more at expiry.
+MAX_CHECKS_PER_TASK = 12
+# "Likely ready": this share of the method's observed solve times is at or below it.
+READY_QUANTILE = 0.75
+MIN_SAMPLES = 20
+SAMPLES_KEPT = 200
+
+
+def earliest_first_check(method: str | None) -> float:
+    return EARLIEST_FIRST_CHECK_SECONDS.get(method or "", DEFAULT_EARLIEST_FIRST_CHECK_SECONDS)
+
+
+def first_poll_delay(
+    method: str, expected_solve_seconds: float, callback_timeout_seconds: float
+) -> float:
+    """Seconds after submit of the first check: when likely ready, never later than the callback
+    timeout, never earlier than the provider allows."""
+    likely = min(expected_solve_seconds, callback_timeout_seconds)
+    return max(earliest_first_check(method), likely)
+
+
+@dataclass
+class SolveTimes:
+    """Solve times the poller observed, per method; defaults until enough are seen.
+
+    A sample is the middle of the window in which the provider finished a task the poller found
+    ready (between its last "not ready" and the answer).
+    """
+
+    default_seconds: float
+    samples: dict[str, deque[float]] = field(default_factory=dict)
+
+    def observe(self, method: str | None, seconds: float) -> None:
+        if method and math.isfinite(seconds) and seconds >= 0:
+            kept = self.samples.setdefault(method, deque(maxlen=SAMPLES_KEPT))
+            kept.append(round(seconds, 1))
+
+    def likely_ready(self, method: str | None) -> float:
+        """Seconds after submit by which the method's task is likely solved."""
+        seen = sorted(self.samples.get(method or "", ()))
+        if len(seen) < MIN_SAMPLES:
+            return max(earliest_first_check(method), self.default_seconds)
+        index = min(len(seen) - 1, math.ceil(READY_QUANTILE * len(seen)) - 1)
+        return max(earliest_first_check(method), seen[index])
+
+    def load(self, stored: Mapping[str, Iterable[float]]) -> None:
+        for method, values in stored.items():
+            for value in values:
+                self.observe(method, float(value))
+
+    def dump(self) -> dict[str, list[float]]:
+        return {method: list(values) for method, values in self.samples.items() if values}
+
+
+@dataclass(frozen=True)
+class CheckSchedule:
+    min_gap_seconds: float
+    max_gap_seconds: float
+
+    def next_check(
+        self, submitted_at: float, now: float, checks_done: int, likely_ready_at: float
+    ) -> float:
+        """After a "not ready" at ``now``: the likely-ready moment if it is still ahead, else a
+        gap that grows with the task's age."""
+        if likely_ready_at >= now + self.min_gap_seconds:
+            return likely_ready_at
+        elapsed = max(0.0, now - submitted_at)
+        gap = min(self.max_gap_seconds, max(self.min_gap_seconds, GAP_FRACTION * elapsed))
+        return now + gap
+
+    @staticmethod
+    def exhausted(checks_done: int) -> bool:
+        return checks_done >= MAX_CHECKS_PER_TASK
