@@ -13,7 +13,7 @@ from pingback_guard.domain.task import (
     TaskResult,
     TaskStatus,
 )
-from pingback_guard.logic.replay import ReplayOutcome, ReplayService, RejectedMessageError
+from pingback_guard.logic.replay import RejectedMessageError, ReplayOutcome, ReplayService
 from pingback_guard.queue.dead_letter import decode_message, encode_message
 from tests.fakes import InMemoryTaskStore, nonce_for, unavailable
 

@@ -17,9 +17,9 @@ from pingback_guard.domain.errors import (
     SecretUnavailableError,
     TaskNotRecordedError,
 )
-from pingback_guard.handlers.responses import InvalidBodyError, json_body, json_response
-from pingback_guard.domain.task import NewTask
+from pingback_guard.domain.task import CaptchaRequest, NewTask
 from pingback_guard.handlers.principal import caller_principal
+from pingback_guard.handlers.responses import InvalidBodyError, json_body, json_response
 from pingback_guard.logic.submit import (
     InvalidSubmissionError,
     SubmitService,
@@ -62,13 +62,10 @@ service = SubmitService(
 @metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = APIGatewayProxyEventV2(event)
-    owner = caller_principal(request)
-    if owner is None:
-        return _refused(403, "no IAM principal")
     try:
-        captcha = parse_submission(json_body(request))
-    except (InvalidSubmissionError, InvalidBodyError) as error:
-        return _refused(400, f"invalid request: {error}")
+        owner, captcha = _caller_and_request(request)
+    except _Refusal as refusal:
+        return _refused(refusal.status, refusal.reason)
     base_url = settings.public_base_url or f"https://{request.request_context.domain_name}"
     try:
         pingback = issue_pingback(base_url, read_callback_secrets(False).current)
@@ -94,6 +91,23 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         202,
         {"task_id": task.task_id, "status": "PENDING", "submitted_at": task.submitted_at},
     )
+
+
+class _Refusal(Exception):
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def _caller_and_request(request: APIGatewayProxyEventV2) -> tuple[str, CaptchaRequest]:
+    owner = caller_principal(request)
+    if owner is None:
+        raise _Refusal(403, "no IAM principal")
+    try:
+        return owner, parse_submission(json_body(request))
+    except (InvalidSubmissionError, InvalidBodyError) as error:
+        raise _Refusal(400, f"invalid request: {error}") from None
 
 
 def _refused(status: int, reason: str) -> dict[str, Any]:
