@@ -7,6 +7,8 @@ the real table.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -48,9 +50,11 @@ class InMemoryTaskStore:
             self._maybe_fail()
             self.writes += 1
             existing = self.tasks.get(task.task_id)
-            if existing is not None:
+            if existing is not None and existing.submitted_at is not None:
+                return SubmissionOutcome.ALREADY_REGISTERED
+            if existing is not None and task.nonce is not None and existing.nonce == task.nonce:
                 self.tasks[task.task_id] = replace(
-                    existing, request=task.request, submitted_at=task.submitted_at
+                    existing, request=task.request, submitted_at=task.submitted_at, owner=task.owner
                 )
                 return SubmissionOutcome.RESULT_ALREADY_STORED
             self.tasks[task.task_id] = Task(
@@ -64,7 +68,11 @@ class InMemoryTaskStore:
                 None,
                 0,
                 task.first_poll_at,
+                owner=task.owner,
+                nonce=task.nonce,
             )
+            if existing is not None:
+                return SubmissionOutcome.PROVISIONAL_DISCARDED
             return SubmissionOutcome.CREATED
 
     def record_result(self, result: TaskResult) -> StoreOutcome:
@@ -72,45 +80,33 @@ class InMemoryTaskStore:
             self._maybe_fail()
             self.writes += 1
             existing = self.tasks.get(result.task_id)
+            refusal = _proof_refusal(result, existing)
+            if refusal is not None:
+                return refusal
             if existing is not None and existing.solution is not None:
                 same = existing.solution == result.code
                 return StoreOutcome.DUPLICATE if same else StoreOutcome.CONFLICT
-            self.tasks[result.task_id] = Task(
-                result.task_id,
-                TaskStatus.SOLVED,
-                existing.request if existing else None,
-                existing.submitted_at if existing else None,
-                result.received_at,
-                result.code,
-                result.delivered_via,
-                None,
-                existing.poll_attempts if existing else 0,
-                None,
+            self.tasks[result.task_id] = _finished(
+                existing, result, TaskStatus.SOLVED, solution=result.code, error=None
             )
-            return StoreOutcome.STORED
+            return _stored(existing, result)
 
     def record_failure(self, result: TaskResult) -> StoreOutcome:
         with self._lock:
             self._maybe_fail()
             self.writes += 1
             existing = self.tasks.get(result.task_id)
+            refusal = _proof_refusal(result, existing)
+            if refusal is not None:
+                return refusal
             open_states = {TaskStatus.PENDING, TaskStatus.EXPIRED}
             if existing is not None and (existing.solution or existing.status not in open_states):
                 same = existing.status is TaskStatus.FAILED and existing.error == result.code
                 return StoreOutcome.DUPLICATE if same else StoreOutcome.CONFLICT
-            self.tasks[result.task_id] = Task(
-                result.task_id,
-                TaskStatus.FAILED,
-                existing.request if existing else None,
-                existing.submitted_at if existing else None,
-                result.received_at,
-                None,
-                result.delivered_via,
-                result.code,
-                existing.poll_attempts if existing else 0,
-                None,
+            self.tasks[result.task_id] = _finished(
+                existing, result, TaskStatus.FAILED, solution=None, error=result.code
             )
-            return StoreOutcome.STORED
+            return _stored(existing, result)
 
     def mark_expired(self, task_id: str, now: float) -> bool:
         with self._lock:
@@ -198,6 +194,55 @@ class InMemoryTaskStore:
             )
             for t in due[:limit]
         ]
+
+
+def nonce_for(task_id: str) -> str:
+    """A stable, well-formed capability nonce per task id, for tests."""
+    digest = hashlib.sha256(task_id.encode()).digest()[:16]
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def _proof_refusal(result: TaskResult, existing: Task | None) -> StoreOutcome | None:
+    """The DynamoDB store's pingback rule: a nonce decides only its own task (or a new id)."""
+    if not result.needs_pingback_proof:
+        return None
+    if existing is None:
+        return None if result.nonce is not None else StoreOutcome.REJECTED
+    if result.nonce is not None:
+        fits = existing.nonce == result.nonce
+    else:
+        fits = existing.nonce is None and existing.submitted_at is not None
+    return None if fits else StoreOutcome.REJECTED
+
+
+def _stored(existing: Task | None, result: TaskResult) -> StoreOutcome:
+    if existing is None and result.needs_pingback_proof:
+        return StoreOutcome.STORED_UNREGISTERED
+    return StoreOutcome.STORED
+
+
+def _finished(
+    existing: Task | None,
+    result: TaskResult,
+    status: TaskStatus,
+    *,
+    solution: str | None,
+    error: str | None,
+) -> Task:
+    return Task(
+        result.task_id,
+        status,
+        existing.request if existing else None,
+        existing.submitted_at if existing else None,
+        result.received_at,
+        solution,
+        result.delivered_via,
+        error,
+        existing.poll_attempts if existing else 0,
+        None,
+        owner=existing.owner if existing else None,
+        nonce=existing.nonce if existing else result.nonce,
+    )
 
 
 @dataclass

@@ -13,6 +13,10 @@ from pingback_guard.domain.errors import ConfigurationError
 
 MAX_IDS_PER_RES_REQUEST = 100
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+# A pingback for an id no task registered yet is kept this long; registering the task extends it.
+DEFAULT_UNREGISTERED_RESULT_TTL_SECONDS = 86400
+# A revoked callback secret stops working within this long (per container cache).
+DEFAULT_CALLBACK_SECRET_CACHE_SECONDS = 60
 
 
 class _Env:
@@ -75,12 +79,20 @@ class _Env:
         return value
 
 
+def callback_secret_cache_seconds(env: _Env) -> int:
+    """Short on purpose: the cache age bounds how long a revoked callback secret still works."""
+    return env.integer(
+        "CALLBACK_SECRET_CACHE_SECONDS", DEFAULT_CALLBACK_SECRET_CACHE_SECONDS, 0, 300
+    )
+
+
 @dataclass(frozen=True)
 class TableSettings:
     table_name: str
     due_index_name: str
     due_shards: int
     result_ttl_seconds: int
+    unregistered_result_ttl_seconds: int = DEFAULT_UNREGISTERED_RESULT_TTL_SECONDS
 
     @classmethod
     def from_env(cls, env: _Env) -> TableSettings:
@@ -89,6 +101,12 @@ class TableSettings:
             due_index_name=env.text("DUE_INDEX_NAME", "DueIndex"),
             due_shards=env.integer("DUE_SHARDS", 8, 1, 256),
             result_ttl_seconds=env.integer("RESULT_TTL_DAYS", 7, 1, 365) * 86400,
+            unregistered_result_ttl_seconds=env.integer(
+                "UNREGISTERED_RESULT_TTL_SECONDS",
+                DEFAULT_UNREGISTERED_RESULT_TTL_SECONDS,
+                300,
+                7 * 86400,
+            ),
         )
 
 
@@ -132,7 +150,7 @@ class CallbackSettings:
             table=TableSettings.from_env(env),
             dead_letter_queue_url=env.url("DEAD_LETTER_QUEUE_URL"),
             callback_secret_id=env.text("CALLBACK_SECRET_ID"),
-            secret_cache_seconds=env.integer("SECRET_CACHE_SECONDS", 300, 0, 3600),
+            secret_cache_seconds=callback_secret_cache_seconds(env),
             verification_token=env.optional_text("PINGBACK_VERIFICATION_TOKEN"),
         )
 
@@ -149,10 +167,37 @@ class ReplaySettings:
 @dataclass(frozen=True)
 class GetTaskSettings:
     table: TableSettings
+    admin_principal_arn: str = ""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> GetTaskSettings:
-        return cls(table=TableSettings.from_env(_Env(environ)))
+        env = _Env(environ)
+        return cls(
+            table=TableSettings.from_env(env),
+            admin_principal_arn=env.optional_text("ADMIN_PRINCIPAL_ARN"),
+        )
+
+
+@dataclass(frozen=True)
+class RegisterSettings:
+    """POST /pingback-urls and PUT /tasks/{task_id}: tasks submitted outside the stack."""
+
+    table: TableSettings
+    callback_secret_id: str
+    secret_cache_seconds: int
+    public_base_url: str
+    callback_timeout_seconds: float
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> RegisterSettings:
+        env = _Env(environ)
+        return cls(
+            table=TableSettings.from_env(env),
+            callback_secret_id=env.text("CALLBACK_SECRET_ID"),
+            secret_cache_seconds=callback_secret_cache_seconds(env),
+            public_base_url=env.url("PUBLIC_BASE_URL", required=False),
+            callback_timeout_seconds=env.number("CALLBACK_TIMEOUT_SECONDS", 120, 1, 3600),
+        )
 
 
 @dataclass(frozen=True)
@@ -174,7 +219,7 @@ class SubmitSettings:
             provider=ProviderSettings.from_env(env),
             dead_letter_queue_url=env.url("DEAD_LETTER_QUEUE_URL"),
             callback_secret_id=env.text("CALLBACK_SECRET_ID"),
-            secret_cache_seconds=env.integer("SECRET_CACHE_SECONDS", 300, 0, 3600),
+            secret_cache_seconds=callback_secret_cache_seconds(env),
             public_base_url=env.url("PUBLIC_BASE_URL", required=False),
             callback_timeout_seconds=env.number("CALLBACK_TIMEOUT_SECONDS", 120, 1, 3600),
             expected_solve_seconds=expected_solve_seconds(env),

@@ -241,6 +241,46 @@ def get_task(raw: Event) -> Event:
     )
 
 
+def issue_pingback_url(raw: Event) -> Event:
+    return http_event(
+        raw,
+        method="POST",
+        route_path="/pingback-urls",
+        raw_path="/pingback-urls",
+        body=b"{}",
+        content_type="application/json",
+        iam_caller=True,
+        source_ip=WORKER_IP,
+        user_agent="Boto3/1.35.0 md/Botocore#1.35.0",
+        request_id="IsSuEuRl0001Aw=",
+    )
+
+
+def register_task(raw: Event) -> Event:
+    """The pingback_url is a placeholder: take a real one from POST /pingback-urls."""
+    body = json.dumps(
+        {
+            "pingback_url": f"https://{DOMAIN_NAME}/callback/v1.AAAAAAAAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAA",
+            "method": "userrecaptcha",
+            "sitekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
+            "page_url": "https://www.google.com/recaptcha/api2/demo",
+        }
+    ).encode()
+    return http_event(
+        raw,
+        method="PUT",
+        route_path="/tasks/{task_id}",
+        raw_path=f"/tasks/{SAMPLE_TASK_ID}",
+        path_parameters={"task_id": SAMPLE_TASK_ID},
+        body=body,
+        content_type="application/json",
+        iam_caller=True,
+        source_ip=WORKER_IP,
+        user_agent="Boto3/1.35.0 md/Botocore#1.35.0",
+        request_id="ReGiStEr0001Aw=",
+    )
+
+
 def replay_batch(raw: Event) -> Event:
     """Two dead-letter messages as the SQS event source delivers them to ReplayFunction."""
     template = raw["Records"][0]
@@ -300,6 +340,8 @@ def build() -> dict[Path, Event]:
         INVOKE_DIR / "verification_2captcha_txt.json": verification_txt(http),
         INVOKE_DIR / "submit_task.json": submit_task(http),
         INVOKE_DIR / "get_task.json": get_task(http),
+        INVOKE_DIR / "issue_pingback_url.json": issue_pingback_url(http),
+        INVOKE_DIR / "register_task.json": register_task(http),
         INVOKE_DIR / "replay_dead_letters.json": replay_batch(sqs),
         INVOKE_DIR / "poller_schedule.json": poller_schedule(),
     }

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from botocore.exceptions import EndpointConnectionError
+
+from pingback_guard.data.dynamodb import DynamoDbTaskStore
+from pingback_guard.domain.task import CaptchaRequest, NewTask
+from pingback_guard.logic import capability
+from pingback_guard.settings import TableSettings
+from tests.fakes import nonce_for
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 EVENT_DIRS = (ROOT / "tests" / "events", ROOT / "events")
@@ -25,7 +33,15 @@ def event(name: str) -> dict[str, Any]:
     return loaded
 
 
-def callback_get(task_id: str, code: str, secret: str = SECRET) -> dict[str, Any]:
+def capability_for(task_id: str, secret: str = SECRET) -> str:
+    """The capability a submit for ``task_id`` would have minted (tests use a stable nonce)."""
+    nonce = nonce_for(task_id)
+    return capability.mint(secret, lambda _: base64.urlsafe_b64decode(nonce + "==")).token
+
+
+def callback_get(task_id: str, code: str, secret: str | None = None) -> dict[str, Any]:
+    """A CaptchaAI GET pingback; by default on the task's own capability URL."""
+    secret = capability_for(task_id) if secret is None else secret
     shaped = event("callback_get_captchaai.json")
     shaped["pathParameters"] = {"secret": secret}
     shaped["rawPath"] = shaped["requestContext"]["http"]["path"] = f"/callback/{secret}"
@@ -62,3 +78,29 @@ def emitted_metrics(output: str) -> dict[str, float]:
                 sum(value) if isinstance(value, list) else value
             )
     return totals
+
+
+def with_principal(shaped: dict[str, Any], user_arn: str | None) -> dict[str, Any]:
+    """The event as API Gateway's IAM authorizer would pass it for ``user_arn`` (None: absent)."""
+    context = shaped["requestContext"]
+    if user_arn is None:
+        context.pop("authorizer", None)
+    else:
+        context["authorizer"] = {"iam": {"accountId": "123456789012", "userArn": user_arn}}
+    return shaped
+
+
+OWNER = "arn:aws:iam::123456789012:user/captcha-worker"
+
+
+def register(
+    stack: dict[str, Any], task_id: str, nonce: str | None = "own", owner: str | None = OWNER
+) -> None:
+    """A PENDING task as submit records it (nonce None: a task from before per-task nonces)."""
+    store = DynamoDbTaskStore(stack["dynamodb"], TableSettings(TABLE, "DueIndex", 4, 7 * 86400))
+    proven = nonce_for(task_id) if nonce == "own" else nonce
+    request = CaptchaRequest(
+        "userrecaptcha", "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-", "https://example.test/"
+    )
+    now = time.time()
+    store.record_submission(NewTask(task_id, request, now, now + 120, nonce=proven, owner=owner))

@@ -18,14 +18,18 @@ from pingback_guard.domain.errors import ProviderRejectedError
 from tests.fakes import FakeProvider
 from tests.integration.handler_support import (
     API_KEY,
+    OWNER,
     PREVIOUS_SECRET,
     SECRET,
     TOKEN,
     callback_get,
+    capability_for,
     emitted_metrics,
     event,
     fail_table_writes,
     item,
+    register,
+    with_principal,
 )
 from tests.lambda_context import FakeLambdaContext
 
@@ -37,6 +41,7 @@ class TestCallback:
         stack: dict[str, Any],
         capsys: pytest.CaptureFixture[str],
     ) -> None:
+        register(stack, "73026473457")
         answer = load("callback").handler(callback_get("73026473457", TOKEN), FakeLambdaContext())
         assert (answer["statusCode"], answer["body"]) == (200, "OK")
         stored = item(stack, "73026473457")
@@ -57,6 +62,7 @@ class TestCallback:
         form = dict(
             pair.split("=", 1) for pair in base64.b64decode(shaped["body"]).decode().split("&")
         )
+        shaped["pathParameters"] = {"secret": capability_for(form["id"])}
         answer = load("callback").handler(shaped, FakeLambdaContext())
         assert answer["statusCode"] == 200
         stored = item(stack, form["id"])
@@ -66,14 +72,16 @@ class TestCallback:
         shaped = event("callback_post_form_2captcha.json")
         shaped["headers"]["content-type"] = "application/json"
         shaped["body"] = base64.b64encode(json.dumps({"id": 555, "code": TOKEN}).encode()).decode()
+        shaped["pathParameters"] = {"secret": capability_for("555")}
         assert load("callback").handler(shaped, FakeLambdaContext())["statusCode"] == 200
         assert item(stack, "555") is not None
 
     def test_previous_secret_still_works_during_rotation(
         self, load: Callable[[str], ModuleType], stack: dict[str, Any]
     ) -> None:
+        register(stack, "601")
         answer = load("callback").handler(
-            callback_get("601", TOKEN, PREVIOUS_SECRET), FakeLambdaContext()
+            callback_get("601", TOKEN, capability_for("601", PREVIOUS_SECRET)), FakeLambdaContext()
         )
         assert answer["statusCode"] == 200
 
@@ -104,6 +112,7 @@ class TestCallback:
         stack: dict[str, Any],
         capsys: pytest.CaptureFixture[str],
     ) -> None:
+        register(stack, "603")
         module = load("callback")
         module.handler(callback_get("603", TOKEN), FakeLambdaContext())
         assert module.handler(callback_get("603", TOKEN), FakeLambdaContext())["statusCode"] == 200
@@ -284,11 +293,13 @@ class TestSubmit:
         answer = module.handler(event("submit_task.json"), FakeLambdaContext())
         assert answer["statusCode"] == 202
         task_id = json.loads(answer["body"])["task_id"]
-        assert fake.submitted == [
-            (task_id, f"https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com/callback/{SECRET}")
-        ]
+        ((submitted_id, url),) = fake.submitted
+        base = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com/callback/v1."
+        assert submitted_id == task_id and url.startswith(base) and SECRET not in url
         stored = item(stack, task_id)
         assert stored is not None and stored["status"]["S"] == "PENDING" and "due_at" in stored
+        assert url.split(".")[-2] == stored["nonce"]["S"]
+        assert stored["owner"]["S"] == "arn:aws:iam::123456789012:user/captcha-worker"
 
     def test_given_the_table_down_the_registration_goes_to_the_dlq_and_replays(
         self,
@@ -350,6 +361,7 @@ class TestGetTask:
     def test_view_of_a_solved_task(
         self, load: Callable[[str], ModuleType], stack: dict[str, Any]
     ) -> None:
+        register(stack, "801")
         load("callback").handler(callback_get("801", TOKEN), FakeLambdaContext())
         shaped = event("get_task.json")
         shaped["pathParameters"] = {"task_id": "801"}
@@ -367,6 +379,6 @@ class TestGetTask:
     def test_unknown_and_malformed(
         self, load: Callable[[str], ModuleType], stack: dict[str, Any], task_id: str, status: int
     ) -> None:
-        shaped = event("http_api_proxy.json")
+        shaped = with_principal(event("http_api_proxy.json"), OWNER)
         shaped["pathParameters"] = {"task_id": task_id}
         assert load("get_task").handler(shaped, FakeLambdaContext())["statusCode"] == status

@@ -19,6 +19,7 @@ from tests.integration.handler_support import (
     SECRET,
     TOKEN,
     callback_get,
+    emitted_metrics,
     event,
     item,
 )
@@ -151,15 +152,28 @@ class TestMalformed:
         assert item(stack, "922") is None
 
 
-def test_a_flood_of_unknown_ids_is_stored_as_given_but_never_polled(callback, stack) -> None:
-    """Unknown ids with the right secret are kept (a callback can beat the submitter) but they
-    are not PENDING, so a flood cannot make the poller spend res.php requests."""
+def test_a_flood_of_unknown_ids_is_kept_briefly_counted_and_never_polled(
+    callback, stack, capsys
+) -> None:
+    """Unknown ids with a valid capability are kept (a callback can beat the submitter), but only
+    provisionally: 1-day TTL, counted, never PENDING (no res.php spent on them)."""
     for n in range(200):
         assert callback(callback_get(str(5_000_000 + n), TOKEN))["statusCode"] == 200
-    scan = stack["dynamodb"].scan(TableName="pg-tasks", Select="COUNT")
+    scan = stack["dynamodb"].scan(TableName="pg-tasks")
     assert scan["Count"] == 200
+    assert all(
+        int(i["expires_at"]["N"]) - float(i["received_at"]["N"]) <= 86400 for i in scan["Items"]
+    )
     due = stack["dynamodb"].scan(TableName="pg-tasks", FilterExpression="attribute_exists(due_at)")
     assert due["Count"] == 0
+    assert emitted_metrics(capsys.readouterr().out)["CallbackUnregistered"] == 200
+
+
+def test_the_whole_secret_cannot_create_results_for_unknown_ids(callback, stack) -> None:
+    for n in range(20):
+        answer = callback(callback_get(str(6_000_000 + n), TOKEN, SECRET))
+        assert answer["statusCode"] == 403
+    assert stack["dynamodb"].scan(TableName="pg-tasks", Select="COUNT")["Count"] == 0
 
 
 def test_a_flood_of_forged_callbacks_reads_the_secret_at_most_once_a_minute(
@@ -228,7 +242,8 @@ def test_fuzzed_callbacks_never_crash_never_store_without_the_secret_never_leak(
     assert answer["statusCode"] != 503  # the table and the queue are up: never "not stored"
     if secret not in (SECRET, PREVIOUS_SECRET):
         assert answer["statusCode"] == 403
-        assert stored_count(stack) == before
+    # No task is registered: neither a random path nor the whole secret can create a result.
+    assert stored_count(stack) == before
     output = capsys.readouterr().out
     assert SECRET not in output and PREVIOUS_SECRET not in output
     if len(code) >= 16 and code not in task_id:

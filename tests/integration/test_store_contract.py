@@ -19,13 +19,14 @@ from pingback_guard.domain.task import (
     TaskResult,
     TaskStatus,
 )
-from tests.fakes import InMemoryTaskStore
+from tests.fakes import InMemoryTaskStore, nonce_for
 
 REQUEST = CaptchaRequest(
     "userrecaptcha", "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-", "https://example.test/login"
 )
 TOKEN = "03AFcWeA6" + "x" * 600
 OTHER_TOKEN = "03AFcWeA7" + "y" * 600
+OWNER = "arn:aws:iam::123456789012:user/worker"
 
 
 STORE_FIXTURES = {"dynamodb": "dynamo_store", "dynamodb-local": "dynamodb_local_store"}
@@ -42,13 +43,23 @@ def store(request: pytest.FixtureRequest) -> TaskStore:
 def submit(
     store: TaskStore, task_id: str, at: float = 1000.0, first_poll: float = 1120.0
 ) -> SubmissionOutcome:
-    return store.record_submission(NewTask(task_id, REQUEST, at, first_poll))
+    return store.record_submission(
+        NewTask(task_id, REQUEST, at, first_poll, nonce=nonce_for(task_id), owner=OWNER)
+    )
 
 
 def solved(
-    task_id: str, code: str = TOKEN, via: DeliveryPath = DeliveryPath.CALLBACK, at: float = 1030.0
+    task_id: str,
+    code: str = TOKEN,
+    via: DeliveryPath = DeliveryPath.CALLBACK,
+    at: float = 1030.0,
+    nonce: str | None = "own",
 ) -> TaskResult:
-    return TaskResult(task_id, code, via, at)
+    """A result; pingbacks (callback, replay) carry their task's own nonce unless told."""
+    proven = nonce_for(task_id) if nonce == "own" else nonce
+    return TaskResult(
+        task_id, code, via, at, nonce=proven if via is not DeliveryPath.POLL else None
+    )
 
 
 def test_submission_is_pending_and_due_after_the_callback_timeout(store: TaskStore) -> None:
@@ -99,7 +110,7 @@ def test_different_second_code_is_a_conflict_and_the_first_stays(store: TaskStor
 def test_callback_before_submission_is_stored_and_submission_does_not_clobber_it(
     store: TaskStore,
 ) -> None:
-    assert store.record_result(solved("104")) is StoreOutcome.STORED
+    assert store.record_result(solved("104")) is StoreOutcome.STORED_UNREGISTERED
     assert submit(store, "104") is SubmissionOutcome.RESULT_ALREADY_STORED
     task = store.get("104")
     assert task is not None
@@ -109,7 +120,10 @@ def test_callback_before_submission_is_stored_and_submission_does_not_clobber_it
 
 
 def test_failure_before_submission_is_kept_and_not_polled(store: TaskStore) -> None:
-    store.record_failure(solved("105", code="ERROR_CAPTCHA_UNSOLVABLE"))
+    assert (
+        store.record_failure(solved("105", code="ERROR_CAPTCHA_UNSOLVABLE"))
+        is StoreOutcome.STORED_UNREGISTERED
+    )
     assert submit(store, "105") is SubmissionOutcome.RESULT_ALREADY_STORED
     task = store.get("105")
     assert task is not None and task.status is TaskStatus.FAILED
@@ -271,3 +285,101 @@ def test_the_lease_item_is_never_a_due_task(store: TaskStore) -> None:
     store.acquire_poller_lease("a", now=1000.0, until=1060.0)
     assert store.due_tasks(now=10_000.0, limit=10) == []
     assert store.next_due_at(after=0.0, until=10_000.0) is None
+
+# ------------------------------------------------------------------ per-task pingback proof
+
+
+def test_another_tasks_nonce_decides_nothing_on_a_registered_task(store: TaskStore) -> None:
+    submit(store, "120")
+    forged = solved("120", code=OTHER_TOKEN, nonce=nonce_for("999"))
+    assert store.record_result(forged) is StoreOutcome.REJECTED
+    failure = solved("120", code="ERROR_CAPTCHA_UNSOLVABLE", nonce=nonce_for("999"))
+    assert store.record_failure(failure) is StoreOutcome.REJECTED
+    task = store.get("120")
+    assert task is not None and task.status is TaskStatus.PENDING and task.solution is None
+    assert store.record_result(solved("120")) is StoreOutcome.STORED
+
+
+def test_another_nonce_is_rejected_on_a_solved_task_not_called_a_conflict(
+    store: TaskStore,
+) -> None:
+    submit(store, "121")
+    store.record_result(solved("121"))
+    forged = solved("121", code=OTHER_TOKEN, nonce=nonce_for("999"))
+    assert store.record_result(forged) is StoreOutcome.REJECTED
+
+
+def test_a_pre_seeded_result_with_another_nonce_is_discarded_at_registration(
+    store: TaskStore,
+) -> None:
+    seeded = solved("122", code=OTHER_TOKEN, nonce=nonce_for("999"))
+    assert store.record_result(seeded) is StoreOutcome.STORED_UNREGISTERED
+    assert submit(store, "122") is SubmissionOutcome.PROVISIONAL_DISCARDED
+    task = store.get("122")
+    assert task is not None
+    assert (task.status, task.solution, task.nonce) == (TaskStatus.PENDING, None, nonce_for("122"))
+    assert [t.task_id for t in store.due_tasks(now=99999.0, limit=10)] == ["122"]
+    assert store.record_result(solved("122")) is StoreOutcome.STORED
+
+
+def test_a_pre_seeded_failure_with_another_nonce_is_discarded_too(store: TaskStore) -> None:
+    seeded = solved("123", code="ERROR_CAPTCHA_UNSOLVABLE", nonce=nonce_for("999"))
+    store.record_failure(seeded)
+    assert submit(store, "123") is SubmissionOutcome.PROVISIONAL_DISCARDED
+    task = store.get("123")
+    assert task is not None and (task.status, task.error) == (TaskStatus.PENDING, None)
+
+
+def test_a_registration_without_a_nonce_discards_any_provisional_result(
+    store: TaskStore,
+) -> None:
+    store.record_result(solved("124"))
+    legacy = NewTask("124", REQUEST, 1000.0, 1120.0)
+    assert store.record_submission(legacy) is SubmissionOutcome.PROVISIONAL_DISCARDED
+    task = store.get("124")
+    assert task is not None and (task.status, task.nonce) == (TaskStatus.PENDING, None)
+
+
+def test_registering_twice_writes_nothing_the_second_time(store: TaskStore) -> None:
+    submit(store, "125")
+    store.record_result(solved("125"))
+    assert submit(store, "125", at=5000.0) is SubmissionOutcome.ALREADY_REGISTERED
+    task = store.get("125")
+    assert task is not None and (task.status, task.submitted_at) == (TaskStatus.SOLVED, 1000.0)
+
+
+def test_registration_keeps_nonce_and_owner(store: TaskStore) -> None:
+    submit(store, "126")
+    task = store.get("126")
+    assert task is not None and (task.nonce, task.owner) == (nonce_for("126"), OWNER)
+
+
+def test_the_legacy_whole_secret_decides_only_tasks_without_a_nonce(store: TaskStore) -> None:
+    store.record_submission(NewTask("127", REQUEST, 1000.0, 1120.0))
+    submit(store, "128")
+    assert store.record_result(solved("128", nonce=None)) is StoreOutcome.REJECTED
+    assert store.record_result(solved("129", nonce=None)) is StoreOutcome.REJECTED
+    assert store.get("129") is None
+    assert store.record_result(solved("127", nonce=None)) is StoreOutcome.STORED
+    assert store.record_result(solved("127", nonce=nonce_for("127"))) is StoreOutcome.REJECTED
+
+
+def test_poll_results_need_no_proof(store: TaskStore) -> None:
+    submit(store, "130")
+    assert store.record_result(solved("130", via=DeliveryPath.POLL)) is StoreOutcome.STORED
+
+
+def test_a_replayed_pingback_follows_the_same_rule(store: TaskStore) -> None:
+    submit(store, "131")
+    forged = solved("131", via=DeliveryPath.REPLAY, nonce=nonce_for("999"))
+    assert store.record_result(forged) is StoreOutcome.REJECTED
+    assert store.record_result(solved("131", via=DeliveryPath.REPLAY)) is StoreOutcome.STORED
+
+
+def test_unregistered_results_get_the_short_ttl(dynamo_store: Any, dynamodb: Any) -> None:
+    dynamo_store.record_result(solved("132", at=1030.0))
+    raw = dynamodb.get_item(TableName="pingback-guard-tasks-test", Key={"task_id": {"S": "132"}})
+    assert int(raw["Item"]["expires_at"]["N"]) == 1030 + 86400
+    submit(dynamo_store, "132")
+    raw = dynamodb.get_item(TableName="pingback-guard-tasks-test", Key={"task_id": {"S": "132"}})
+    assert int(raw["Item"]["expires_at"]["N"]) == 1000 + 7 * 86400

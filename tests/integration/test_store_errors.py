@@ -80,8 +80,24 @@ def test_a_refusal_is_judged_from_the_returned_old_item_without_a_read() -> None
     stubber.add_client_error("update_item", service_error_code="ConditionalCheckFailedException")
     stubber.activate()
     store = DynamoDbTaskStore(client, SETTINGS)
-    assert store.record_result(RESULT) is StoreOutcome.DUPLICATE
-    assert store.record_result(RESULT) is StoreOutcome.CONFLICT  # no old item: flag it, never guess
+    polled = TaskResult(RESULT.task_id, RESULT.code, DeliveryPath.POLL, 1.0)
+    assert store.record_result(polled) is StoreOutcome.DUPLICATE
+    assert store.record_result(polled) is StoreOutcome.CONFLICT  # no old item: flag it, never guess
+    stubber.assert_no_pending_responses()
+
+
+def test_a_pingback_refused_for_its_proof_is_rejected_not_a_conflict() -> None:
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    stubber = Stubber(client)
+    old = {"task_id": {"S": "42"}, "status": {"S": "PENDING"}, "nonce": {"S": "A" * 22}}
+    stubber.add_client_error(
+        "update_item",
+        service_error_code="ConditionalCheckFailedException",
+        modeled_fields={"Item": old},
+    )
+    stubber.activate()
+    proven = TaskResult(RESULT.task_id, RESULT.code, DeliveryPath.CALLBACK, 1.0, nonce="B" * 22)
+    assert DynamoDbTaskStore(client, SETTINGS).record_result(proven) is StoreOutcome.REJECTED
     stubber.assert_no_pending_responses()
 
 

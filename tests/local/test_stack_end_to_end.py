@@ -163,3 +163,39 @@ def test_no_log_of_the_stack_holds_the_callback_secret_the_api_key_or_a_token(
     assert document["current"] not in logs
     assert simulator.api_key not in logs
     assert not [token for token in tokens if token in logs]
+
+
+def test_one_tasks_pingback_url_decides_no_other_task_and_no_future_task(
+    stack: LocalStack, simulator: Simulator
+) -> None:
+    """Issue 9: task A's real pingback URL, replayed by an attacker on task B's id and on every id
+    the provider may hand out next, is refused for B and discarded for the next task."""
+    simulator.update_faults(pingback_drop_rate=1.0)  # B and C stay PENDING until polled
+    task_a, task_b = submit(stack), submit(stack)
+    leaked = truth(simulator, task_a)["pingback_url"]
+    assert "/callback/v1." in leaked
+    assert leaked != truth(simulator, task_b)["pingback_url"]
+
+    def forge(task_id: str, code: str) -> int:
+        answer = requests.get(leaked, params={"id": task_id, "code": code}, timeout=30)
+        return answer.status_code
+
+    forged = "03AFforged" + "F" * 200
+    assert forge(task_b, forged) == 403
+    assert forge(task_b, "ERROR_CAPTCHA_UNSOLVABLE") == 403
+    forged_future = "FORGED-" + "F" * 100
+    assert forge(task_b, "ERROR_NOT_A_PROVIDER_CODE") == 400
+    future_ids = [str(int(task_b) + gap) for gap in range(1, 98)]
+    assert {forge(task_id, forged_future) for task_id in future_ids} == {200}  # provisional only
+    task_c = submit(stack)
+    assert task_c in future_ids
+
+    for task_id in (task_b, task_c):
+        view = solved_view(stack, task_id, timeout=60)
+        assert view["solution"] == truth(simulator, task_id)["code"]
+        assert view["delivered_via"] == "poll"
+    # An id nobody registered keeps the forged code only provisionally, and no worker sees it.
+    unregistered = next(task_id for task_id in future_ids if task_id != task_c)
+    assert (
+        requests.get(f"{stack.ready.api_url}/tasks/{unregistered}", timeout=30).status_code == 404
+    )

@@ -38,7 +38,8 @@ FUNCTION_ENV = {
         "PUBLIC_BASE_URL",
         "CALLBACK_TIMEOUT_SECONDS",
     },
-    "GetTaskFunction": set(),
+    "GetTaskFunction": {"ADMIN_PRINCIPAL_ARN"},
+    "RegisterFunction": {"CALLBACK_SECRET_ID", "PUBLIC_BASE_URL", "CALLBACK_TIMEOUT_SECONDS"},
     "CallbackFunction": {
         "DEAD_LETTER_QUEUE_URL",
         "CALLBACK_SECRET_ID",
@@ -66,6 +67,12 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
         "ssm:GetParameter": {"ProviderApiKeyParameterName"},
     },
     "GetTaskFunction": {"dynamodb:GetItem": {TABLE}},
+    # No queue: a worker whose registration gets a 503 retries it (registration is idempotent).
+    "RegisterFunction": {
+        "dynamodb:UpdateItem": {TABLE},
+        "dynamodb:GetItem": {TABLE},
+        "secretsmanager:GetSecretValue": {"CallbackSecret"},
+    },
     "CallbackFunction": {
         "dynamodb:UpdateItem": {TABLE},
         "sqs:SendMessage": {"DeadLetterQueue"},
@@ -95,6 +102,7 @@ CUSTOM_METRIC_ALARMS = {
     "CallbackConflictAlarm": "CallbackConflict",
     "PollRecoveredAlarm": "PollRecovered",
     "SubmitNotRecordedAlarm": "SubmitNotRecorded",
+    "ProvisionalResultDiscardedAlarm": "ProvisionalResultDiscarded",
 }
 QUEUE_ALARMS = {
     "DeadLetterQueueDepthAlarm": ("DeadLetterQueue", "ApproximateNumberOfMessagesVisible"),
@@ -118,6 +126,11 @@ DASHBOARD_METRICS = {
     "ProviderRetryableError",
     "TaskSubmitted",
     "SubmitRejected",
+    "CallbackProofMismatch",
+    "CallbackUnregistered",
+    "ProvisionalResultDiscarded",
+    "TaskRegistered",
+    "ReplayRejected",
 }
 OUTPUTS = {
     "ApiUrl",
@@ -207,7 +220,7 @@ def test_function_environment(
     own = functions(resources)[function]["Properties"].get("Environment", {}).get("Variables", {})
     merged = set(template["Globals"]["Function"]["Environment"]["Variables"]) | set(own)
     assert COMMON_ENV | FUNCTION_ENV[function] <= merged
-    secret_users = {"CallbackFunction", "SubmitFunction"}
+    secret_users = {"CallbackFunction", "SubmitFunction", "RegisterFunction"}
     if function in secret_users:
         assert own["CALLBACK_SECRET_ID"] == {"Ref": "CallbackSecret"}
     else:
@@ -219,7 +232,7 @@ def test_timeouts_leave_the_poller_room_and_fit_the_api(resources: dict[str, Any
         name: body["Properties"].get("Timeout", 10) for name, body in functions(resources).items()
     }
     # HTTP API integrations time out at 30 s.
-    for name in ("SubmitFunction", "GetTaskFunction", "CallbackFunction"):
+    for name in ("SubmitFunction", "GetTaskFunction", "CallbackFunction", "RegisterFunction"):
         assert timeouts[name] <= 29
     assert timeouts["PollerFunction"] >= 30
 
@@ -261,6 +274,7 @@ def test_access_log_never_records_the_path(resources: dict[str, Any]) -> None:
     [
         ("SubmitFunction", {("POST", "/tasks")}),
         ("GetTaskFunction", {("GET", "/tasks/{task_id}")}),
+        ("RegisterFunction", {("POST", "/pingback-urls"), ("PUT", "/tasks/{task_id}")}),
     ],
 )
 def test_task_routes_use_iam_auth(
@@ -294,6 +308,8 @@ def test_translated_api_secures_only_the_task_routes(translated: dict[str, Any])
     }
     assert security[("POST", "/tasks")] == [{"AWS_IAM": []}]
     assert security[("GET", "/tasks/{task_id}")] == [{"AWS_IAM": []}]
+    assert security[("PUT", "/tasks/{task_id}")] == [{"AWS_IAM": []}]
+    assert security[("POST", "/pingback-urls")] == [{"AWS_IAM": []}]
     for route in (("GET", "/callback/{secret}"), ("POST", "/callback/{secret}")):
         assert security[route] is None
     assert security[("GET", "/2captcha.txt")] is None
@@ -725,6 +741,7 @@ def test_required_parameters_and_defaults(template: dict[str, Any]) -> None:
         "ResultTtlDays": 7,
         "AlarmEmail": "",
         "AwsEndpointUrl": "",
+        "AdminPrincipalArn": "",
     }
     for name, default in expected_defaults.items():
         assert parameters[name]["Default"] == default, name
@@ -734,6 +751,25 @@ def test_required_parameters_and_defaults(template: dict[str, Any]) -> None:
         "PollRecoveriesAlarmThreshold",
     ):
         assert parameters[name]["Type"] == "Number"
+
+
+@pytest.mark.parametrize(
+    ("value", "allowed"),
+    [
+        ("", True),
+        ("arn:aws:iam::123456789012:role/ops-admin", True),
+        ("arn:aws:sts::123456789012:assumed-role/ops/alice", True),
+        ("arn:aws-us-gov:iam::123456789012:user/ops", True),
+        ("*", False),
+        ("arn:aws:iam::*:role/x", False),
+        ("arn:aws:s3:::bucket", False),
+    ],
+)
+def test_admin_principal_is_one_exact_arn_or_nothing(
+    template: dict[str, Any], value: str, allowed: bool
+) -> None:
+    pattern = template["Parameters"]["AdminPrincipalArn"]["AllowedPattern"]
+    assert bool(re.fullmatch(pattern, value)) is allowed
 
 
 def test_endpoint_override_is_absent_unless_set(template: dict[str, Any]) -> None:

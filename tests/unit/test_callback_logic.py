@@ -7,7 +7,8 @@ import json
 import pytest
 
 from pingback_guard.domain.errors import InvalidCallbackError, ResultNotSafeError
-from pingback_guard.domain.task import DeliveryPath, TaskResult, TaskStatus
+from pingback_guard.domain.task import CaptchaRequest, DeliveryPath, NewTask, TaskResult, TaskStatus
+from pingback_guard.logic import capability
 from pingback_guard.logic.callback import (
     CallbackAuthenticator,
     CallbackOutcome,
@@ -16,7 +17,7 @@ from pingback_guard.logic.callback import (
     CallbackService,
     parse_callback,
 )
-from tests.fakes import FakeDeadLetterQueue, InMemoryTaskStore, unavailable
+from tests.fakes import FakeDeadLetterQueue, InMemoryTaskStore, nonce_for, unavailable
 
 TOKEN = "03AFcWeA5" + "k" * 1200
 SECRET = "Zx9" * 10
@@ -79,6 +80,18 @@ class TestParse:
             (request("POST", body=b"<x/>", content_type="text/xml"), "content type"),
             (request("POST", body=b"a" * 20000, content_type=FORM), "too large"),
             (request("PUT", query={"id": "1", "code": TOKEN}), "method"),
+            (request(query={"id": "1", "code": "ERROR_ANYTHING_I_LIKE"}), "error"),
+            (request(query={"id": "1", "code": "ERROR_ZERO_BALANCE"}), "error"),
+            (request(query={"id": "1", "code": "ERROR"}), "error"),
+            (request("POST", body=b"[" * 5000, content_type="application/json"), "JSON"),
+            (
+                request(
+                    "POST",
+                    body=b'{"a":' * 2500 + b"1" + b"}" * 2500,
+                    content_type="application/json",
+                ),
+                "JSON",
+            ),
         ],
     )
     def test_malformed_requests_are_refused_with_a_reason(
@@ -86,6 +99,47 @@ class TestParse:
     ) -> None:
         with pytest.raises(InvalidCallbackError, match=message):
             parse_callback(req, 1.0)
+
+
+class TestCapability:
+    def test_a_minted_capability_proves_its_nonce_under_current_and_previous(self) -> None:
+        minted = capability.mint(SECRET)
+        auth = CallbackAuthenticator(lambda force: CallbackSecrets(current=SECRET))
+        proof = auth.verify(minted.token)
+        assert proof is not None and proof.nonce == minted.nonce
+        rotated = CallbackSecrets(current="N" * 20, previous=SECRET)
+        assert CallbackAuthenticator(lambda force: rotated).verify(minted.token) == proof
+
+    def test_forged_and_revoked_capabilities_prove_nothing(self) -> None:
+        minted = capability.mint(SECRET)
+        nonce, mac = minted.nonce, minted.token.rsplit(".", 1)[1]
+        other = capability.mint(SECRET)
+        forged = [
+            f"v1.{other.nonce}.{mac}",  # a real MAC on another nonce
+            f"v1.{nonce}.{'A' * 22}",
+            f"v2.{nonce}.{mac}",
+            f"v1.{nonce}.{mac}x",
+            f"v1.{nonce[:-1]}B.{mac}",  # not a 16-byte encoding
+            capability.mint("another-stack-secret-0001").token,
+            f"v1.{nonce}.{mac}".replace("v1.", "v1.\ud800", 1),
+        ]
+        auth = CallbackAuthenticator(lambda force: CallbackSecrets(current=SECRET))
+        for token in forged:
+            assert auth.verify(token) is None, token
+        revoked = CallbackSecrets(current="N" * 20, previous="M" * 20)
+        assert CallbackAuthenticator(lambda force: revoked).verify(minted.token) is None
+
+    def test_the_whole_secret_proves_no_nonce(self) -> None:
+        auth = CallbackAuthenticator(lambda force: CallbackSecrets(current=SECRET))
+        proof = auth.verify(SECRET)
+        assert proof is not None and proof.nonce is None
+
+    @pytest.mark.parametrize(
+        "presented", ["\ud800" * 20, SECRET[:-1] + "\udfff", None, 5, [SECRET]]
+    )
+    def test_unencodable_or_non_text_paths_prove_nothing(self, presented: object) -> None:
+        auth = CallbackAuthenticator(lambda force: CallbackSecrets(current=SECRET))
+        assert auth.verify(presented) is None
 
 
 class TestAuthenticator:
@@ -134,9 +188,30 @@ class TestService:
         self.store = InMemoryTaskStore()
         self.dlq = FakeDeadLetterQueue()
         self.service = CallbackService(self.store, self.dlq)
+        self.store.record_submission(
+            NewTask(
+                "77",
+                CaptchaRequest("userrecaptcha", "k", "https://a.test"),
+                1.0,
+                121.0,
+                nonce_for("77"),
+            )
+        )
 
-    def result(self, code: str = TOKEN) -> TaskResult:
-        return parse_callback(request(query={"id": "77", "code": code}), 10.0)
+    def result(
+        self, code: str = TOKEN, task_id: str = "77", nonce: str | None = None
+    ) -> TaskResult:
+        proven = nonce or nonce_for(task_id)
+        return parse_callback(request(query={"id": task_id, "code": code}), 10.0, proven)
+
+    def test_another_tasks_capability_is_rejected_and_stores_nothing(self) -> None:
+        forged = self.result(nonce=nonce_for("78"))
+        assert self.service.receive(forged) is CallbackOutcome.REJECTED
+        task = self.store.get("77")
+        assert task is not None and task.status is TaskStatus.PENDING
+
+    def test_a_result_for_an_unregistered_id_is_kept_provisionally(self) -> None:
+        assert self.service.receive(self.result(task_id="79")) is CallbackOutcome.UNREGISTERED
 
     def test_given_a_new_result_when_received_then_stored(self) -> None:
         assert self.service.receive(self.result()) is CallbackOutcome.ACCEPTED

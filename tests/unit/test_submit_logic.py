@@ -8,14 +8,25 @@ from pingback_guard.domain.errors import (
     StoreUnavailableError,
     TaskNotRecordedError,
 )
-from pingback_guard.domain.task import TaskStatus
+from pingback_guard.domain.task import DeliveryPath, TaskResult, TaskStatus
 from pingback_guard.logic.submit import (
     InvalidSubmissionError,
+    IssuedPingback,
     SubmitService,
+    issue_pingback,
     parse_submission,
     pingback_url,
 )
-from tests.fakes import FakeDeadLetterQueue, FakeProvider, InMemoryTaskStore, unavailable
+from tests.fakes import (
+    FakeDeadLetterQueue,
+    FakeProvider,
+    InMemoryTaskStore,
+    nonce_for,
+    unavailable,
+)
+
+OWNER = "arn:aws:iam::123456789012:user/worker"
+PINGBACK = IssuedPingback(nonce_for("x"), f"https://cb.test/callback/v1.{nonce_for('x')}.mac")
 
 VALID = {
     "method": "userrecaptcha",
@@ -80,10 +91,11 @@ def test_given_a_submission_then_pending_due_when_likely_ready_not_at_the_callba
     None
 ):
     store, provider = InMemoryTaskStore(), FakeProvider()
-    task = service(store, provider).submit(parse_submission(VALID), "https://cb")
+    task = service(store, provider).submit(parse_submission(VALID), PINGBACK, OWNER)
     stored = store.get(task.task_id)
     assert stored is not None and stored.status is TaskStatus.PENDING and stored.due_at == 1020.0
-    assert provider.submitted == [(task.task_id, "https://cb")]
+    assert provider.submitted == [(task.task_id, PINGBACK.url)]
+    assert (stored.nonce, stored.owner) == (PINGBACK.nonce, OWNER)
 
 
 def test_store_hiccups_are_retried() -> None:
@@ -92,14 +104,14 @@ def test_store_hiccups_are_retried() -> None:
     submitter = SubmitService(
         store, FakeProvider(), FakeDeadLetterQueue(), 120, sleep=sleeps.append
     )
-    task = submitter.submit(parse_submission(VALID), "https://cb")
+    task = submitter.submit(parse_submission(VALID), PINGBACK)
     assert store.get(task.task_id) is not None and len(sleeps) == 2
 
 
 def test_given_the_table_down_the_registration_is_queued_for_replay() -> None:
     store, dlq = InMemoryTaskStore(), FakeDeadLetterQueue()
     store.fail_next.extend([unavailable() for _ in range(4)])
-    task = service(store, dlq=dlq).submit(parse_submission(VALID), "https://cb")
+    task = service(store, dlq=dlq).submit(parse_submission(VALID), PINGBACK)
     assert [queued for queued, _ in dlq.sent] == [task]
     assert store.get(task.task_id) is None
 
@@ -109,7 +121,7 @@ def test_given_table_and_queue_down_the_error_carries_the_task_id() -> None:
     store.fail_next.extend([unavailable() for _ in range(4)])
     with pytest.raises(TaskNotRecordedError) as raised:
         service(store, dlq=FakeDeadLetterQueue(available=False)).submit(
-            parse_submission(VALID), "https://cb"
+            parse_submission(VALID), PINGBACK
         )
     assert raised.value.task_id == "70000000001"
 
@@ -118,7 +130,7 @@ def test_provider_rejection_records_nothing() -> None:
     store = InMemoryTaskStore()
     provider = FakeProvider(failure=lambda: ProviderRejectedError("in.php: ERROR_PAGEURL"))
     with pytest.raises(ProviderRejectedError):
-        service(store, provider).submit(parse_submission(VALID), "https://cb")
+        service(store, provider).submit(parse_submission(VALID), PINGBACK)
     assert store.tasks == {}
 
 
@@ -126,5 +138,52 @@ def test_configuration_errors_are_not_retried_nor_queued() -> None:
     store, dlq = InMemoryTaskStore(), FakeDeadLetterQueue()
     store.fail_next.append(StoreError("DynamoDB UpdateItem failed: ResourceNotFoundException"))
     with pytest.raises(StoreError) as raised:
-        service(store, dlq=dlq).submit(parse_submission(VALID), "https://cb")
+        service(store, dlq=dlq).submit(parse_submission(VALID), PINGBACK)
     assert not isinstance(raised.value, StoreUnavailableError) and dlq.sent == []
+
+
+def test_each_issued_pingback_has_its_own_nonce_and_capability() -> None:
+    secret = "PgLocalCallbackSecretForTestsOnly0000001"
+    first, second = (
+        issue_pingback("https://api.test/", secret),
+        issue_pingback("https://api.test", secret),
+    )
+    assert first.nonce != second.nonce
+    assert first.url.startswith(f"https://api.test/callback/v1.{first.nonce}.")
+    assert secret not in first.url
+
+
+def test_a_pre_seeded_result_is_discarded_and_reported_at_submit() -> None:
+    store, provider, discarded = InMemoryTaskStore(), FakeProvider(), list[str]()
+    store.record_result(
+        TaskResult("70000000001", "03AFforged", DeliveryPath.CALLBACK, 1.0, nonce=nonce_for("a"))
+    )
+    submitter = SubmitService(
+        store,
+        provider,
+        FakeDeadLetterQueue(),
+        120,
+        on_provisional_discarded=lambda task: discarded.append(task.task_id),
+    )
+    task = submitter.submit(parse_submission(VALID), PINGBACK, OWNER)
+    stored = store.get(task.task_id)
+    assert discarded == ["70000000001"]
+    assert stored is not None and stored.status is TaskStatus.PENDING and stored.solution is None
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        {**VALID, "method": ["userrecaptcha"]},
+        {**VALID, "method": {"a": 1}},
+        {**VALID, "sitekey": ["x"]},
+        {**VALID, "page_url": "https://example.test/\ud800"},
+        {**VALID, "extras": {"action": "\udfff"}},
+        {**VALID, "extras": {"action": [1]}},
+        {**VALID, "extras": {"action": {"deep": {"er": 1}}}},
+        {**VALID, "extras": {"action": 10**5000}},
+    ],
+)
+def test_non_text_and_unencodable_values_are_refused(document: dict[str, object]) -> None:
+    with pytest.raises(InvalidSubmissionError):
+        parse_submission(document)

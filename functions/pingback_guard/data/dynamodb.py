@@ -107,88 +107,170 @@ class DynamoDbTaskStore:
             "submitted_at": task.submitted_at,
         }
         try:
+            self._write_pending(task, described, condition="attribute_not_exists(#status)")
+        except ConditionRefused as refused:
+            old = refused.old_item or {}
+            if "submitted_at" in old:
+                return SubmissionOutcome.ALREADY_REGISTERED
+            if task.nonce is not None and old.get("nonce") == task.nonce:
+                self._describe_finished_task(task, described)
+                return SubmissionOutcome.RESULT_ALREADY_STORED
+            return self._discard_provisional(task, described)
+        return SubmissionOutcome.CREATED
+
+    def _write_pending(
+        self, task: NewTask, described: Mapping[str, object], *, condition: str, remove: str = ""
+    ) -> None:
+        identity, identity_values = _identity(task)
+        names = {"#method": "method", "#status": "status", **_identity_names(task)}
+        if "#error" in remove:
+            names["#error"] = "error"
+        self._update(
+            task.task_id,
+            "SET #method = :method, sitekey = :sitekey, page_url = :page_url,"
+            " extras = :extras, submitted_at = :submitted_at, #status = :pending,"
+            " due_shard = :shard, due_at = :due, poll_attempts = :zero, expires_at = :ttl"
+            f"{identity}{remove}",
+            condition=condition,
+            names=names,
+            values=_values(
+                **described,
+                **identity_values,
+                pending=TaskStatus.PENDING.value,
+                shard=due_shard_of(task.task_id, self._settings.due_shards),
+                due=task.first_poll_at,
+                zero=0,
+                ttl=self._expiry(task.submitted_at),
+            ),
+        )
+
+    def _discard_provisional(
+        self, task: NewTask, described: Mapping[str, object]
+    ) -> SubmissionOutcome:
+        """A result no registered task proved (another nonce, or none) gives way to PENDING."""
+        stale_nonce = "" if task.nonce is not None else ", nonce"
+        try:
+            self._write_pending(
+                task,
+                described,
+                condition="attribute_not_exists(submitted_at)",
+                remove=f" REMOVE solution, #error, received_at, delivered_via{stale_nonce}",
+            )
+        except ConditionRefused:
+            return SubmissionOutcome.ALREADY_REGISTERED
+        return SubmissionOutcome.PROVISIONAL_DISCARDED
+
+    def _describe_finished_task(self, task: NewTask, described: Mapping[str, object]) -> None:
+        """A pingback with this task's nonce beat the submitter: add what was asked, keep it."""
+        identity, identity_values = _identity(task)
+        try:
             self._update(
                 task.task_id,
                 "SET #method = :method, sitekey = :sitekey, page_url = :page_url,"
-                " extras = :extras, submitted_at = :submitted_at, #status = :pending,"
-                " due_shard = :shard, due_at = :due, poll_attempts = :zero, expires_at = :ttl",
-                condition="attribute_not_exists(#status)",
-                names={"#method": "method", "#status": "status"},
-                values=_values(
-                    **described,
-                    pending=TaskStatus.PENDING.value,
-                    shard=due_shard_of(task.task_id, self._settings.due_shards),
-                    due=task.first_poll_at,
-                    zero=0,
-                    ttl=self._expiry(task.submitted_at),
-                ),
-            )
-        except ConditionRefused:
-            self._describe_finished_task(task.task_id, described)
-            return SubmissionOutcome.RESULT_ALREADY_STORED
-        return SubmissionOutcome.CREATED
-
-    def _describe_finished_task(self, task_id: str, described: Mapping[str, object]) -> None:
-        """A result beat the submitter: add what was asked, keep status and solution."""
-        try:
-            self._update(
-                task_id,
-                "SET #method = :method, sitekey = :sitekey, page_url = :page_url,"
-                " extras = :extras, submitted_at = :submitted_at",
-                condition="attribute_exists(#status) AND #status <> :pending",
-                names={"#method": "method", "#status": "status"},
-                values=_values(**described, pending=TaskStatus.PENDING.value),
+                f" extras = :extras, submitted_at = :submitted_at, expires_at = :ttl{identity}",
+                condition="nonce = :nonce AND attribute_not_exists(submitted_at)",
+                names={"#method": "method", **_identity_names(task)},
+                values=_values(**described, **identity_values, ttl=self._expiry(task.submitted_at)),
             )
         except ConditionRefused:
             return
 
     def record_result(self, result: TaskResult) -> StoreOutcome:
-        try:
-            self._update(
-                result.task_id,
-                "SET solution = :code, #status = :solved, received_at = :received,"
-                " delivered_via = :via, expires_at = :ttl REMOVE due_shard, due_at, #error",
-                condition="attribute_not_exists(solution)",
-                names={"#status": "status", "#error": "error"},
-                values=_values(
-                    code=result.code,
-                    solved=TaskStatus.SOLVED.value,
-                    received=result.received_at,
-                    via=result.delivered_via.value,
-                    ttl=self._expiry(result.received_at),
-                ),
-            )
-        except ConditionRefused as refused:
-            # No old item cannot happen on DynamoDB; if it did, a conflict alarm is the safe call.
-            old = refused.old_item or {}
-            same = old.get("solution") == result.code
-            return StoreOutcome.DUPLICATE if same else StoreOutcome.CONFLICT
-        return StoreOutcome.STORED
+        return self._store_pingback_aware(
+            result,
+            "SET solution = :code, #status = :solved, received_at = :received,"
+            " delivered_via = :via, expires_at = :ttl{nonce} REMOVE due_shard, due_at, #error",
+            condition="attribute_not_exists(solution)",
+            names={"#status": "status", "#error": "error"},
+            values={
+                "code": result.code,
+                "solved": TaskStatus.SOLVED.value,
+                "received": result.received_at,
+                "via": result.delivered_via.value,
+            },
+            same=lambda old: old.get("solution") == result.code,
+        )
 
     def record_failure(self, result: TaskResult) -> StoreOutcome:
+        return self._store_pingback_aware(
+            result,
+            "SET #status = :failed, #error = :code, received_at = :received,"
+            " delivered_via = :via, expires_at = :ttl{nonce} REMOVE due_shard, due_at",
+            condition="attribute_not_exists(solution) AND (attribute_not_exists(#status)"
+            " OR #status IN (:pending, :expired))",
+            names={"#status": "status", "#error": "error"},
+            values={
+                "failed": TaskStatus.FAILED.value,
+                "code": result.code,
+                "received": result.received_at,
+                "via": result.delivered_via.value,
+            },
+            condition_values={
+                "pending": TaskStatus.PENDING.value,
+                "expired": TaskStatus.EXPIRED.value,
+            },
+            same=lambda old: (
+                old.get("status") == TaskStatus.FAILED.value and old.get("error") == result.code
+            ),
+        )
+
+    def _store_pingback_aware(
+        self,
+        result: TaskResult,
+        expression: str,
+        *,
+        condition: str,
+        names: dict[str, str],
+        values: dict[str, object],
+        same: Callable[[Mapping[str, Any]], bool],
+        condition_values: Mapping[str, object] | None = None,
+    ) -> StoreOutcome:
+        """One conditional write; a pingback's also requires its proof to fit the stored task.
+
+        A capability's nonce decides only the task recorded with that nonce; the pre-upgrade
+        whole secret (nonce None) only a registered task recorded without one. A pingback with a
+        nonce for an id nobody registered yet is kept provisionally (second write, short TTL).
+        """
+        proof, proof_values = _proof_condition(result)
+        ttl = self._expiry(result.received_at)
         try:
             self._update(
                 result.task_id,
-                "SET #status = :failed, #error = :code, received_at = :received,"
-                " delivered_via = :via, expires_at = :ttl REMOVE due_shard, due_at",
-                condition="attribute_not_exists(solution) AND (attribute_not_exists(#status)"
-                " OR #status IN (:pending, :expired))",
-                names={"#status": "status", "#error": "error"},
+                expression.format(nonce=""),
+                condition=f"{condition}{proof}",
+                names=names,
+                values=_values(**values, **(condition_values or {}), **proof_values, ttl=ttl),
+            )
+        except ConditionRefused as refused:
+            old = refused.old_item
+            if old is None and result.needs_pingback_proof and result.nonce is not None:
+                return self._store_unregistered(result, expression, names, values, same)
+            return _judge(result, old, same)
+        return StoreOutcome.STORED
+
+    def _store_unregistered(
+        self,
+        result: TaskResult,
+        expression: str,
+        names: dict[str, str],
+        values: dict[str, object],
+        same: Callable[[Mapping[str, Any]], bool],
+    ) -> StoreOutcome:
+        try:
+            self._update(
+                result.task_id,
+                expression.format(nonce=", nonce = :nonce"),
+                condition="attribute_not_exists(#status)",
+                names={**names, "#status": "status"},
                 values=_values(
-                    failed=TaskStatus.FAILED.value,
-                    code=result.code,
-                    received=result.received_at,
-                    via=result.delivered_via.value,
-                    ttl=self._expiry(result.received_at),
-                    pending=TaskStatus.PENDING.value,
-                    expired=TaskStatus.EXPIRED.value,
+                    **values,
+                    nonce=result.nonce,
+                    ttl=int(result.received_at) + self._settings.unregistered_result_ttl_seconds,
                 ),
             )
         except ConditionRefused as refused:
-            old = refused.old_item or {}
-            same = old.get("status") == TaskStatus.FAILED.value and old.get("error") == result.code
-            return StoreOutcome.DUPLICATE if same else StoreOutcome.CONFLICT
-        return StoreOutcome.STORED
+            return _judge(result, refused.old_item, same)
+        return StoreOutcome.STORED_UNREGISTERED
 
     def mark_expired(self, task_id: str, now: float) -> bool:
         try:
@@ -380,6 +462,53 @@ class DynamoDbTaskStore:
             raise StoreUnavailableError(f"DynamoDB {operation}: {type(error).__name__}") from None
 
 
+def _identity(task: NewTask) -> tuple[str, dict[str, object]]:
+    """The SET clause and values of a registration's nonce and owner, when it has them."""
+    clause = ""
+    values: dict[str, object] = {}
+    if task.nonce is not None:
+        clause += ", nonce = :nonce"
+        values["nonce"] = task.nonce
+    if task.owner is not None:
+        clause += ", #owner = :owner"
+        values["owner"] = task.owner
+    return clause, values
+
+
+def _identity_names(task: NewTask) -> dict[str, str]:
+    return {"#owner": "owner"} if task.owner is not None else {}  # OWNER is a reserved word
+
+
+def _proof_condition(result: TaskResult) -> tuple[str, dict[str, object]]:
+    if not result.needs_pingback_proof:
+        return "", {}
+    if result.nonce is not None:
+        return " AND nonce = :nonce", {"nonce": result.nonce}
+    return " AND attribute_exists(submitted_at) AND attribute_not_exists(nonce)", {}
+
+
+def _proof_fits(result: TaskResult, old: Mapping[str, Any]) -> bool:
+    if not result.needs_pingback_proof:
+        return True
+    if result.nonce is not None:
+        return bool(old.get("nonce") == result.nonce)
+    return "nonce" not in old and "submitted_at" in old
+
+
+def _judge(
+    result: TaskResult,
+    old: Mapping[str, Any] | None,
+    same: Callable[[Mapping[str, Any]], bool],
+) -> StoreOutcome:
+    """What a refused write means, from the item as it was."""
+    if old is None:
+        # No item and a legacy proof: nothing to decide. (Trusted writes cannot be refused so.)
+        return StoreOutcome.REJECTED if result.needs_pingback_proof else StoreOutcome.CONFLICT
+    if not _proof_fits(result, old):
+        return StoreOutcome.REJECTED
+    return StoreOutcome.DUPLICATE if same(old) else StoreOutcome.CONFLICT
+
+
 def _due_task_from_item(item: Mapping[str, Any]) -> DueTask:
     return DueTask(
         task_id=str(item["task_id"]),
@@ -422,4 +551,10 @@ def _task_from_item(item: Mapping[str, Any]) -> Task:
         error=item.get("error"),
         poll_attempts=int(item.get("poll_attempts", 0)),
         due_at=_float_or_none(item.get("due_at")),
+        owner=_text_or_none(item.get("owner")),
+        nonce=_text_or_none(item.get("nonce")),
     )
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None

@@ -54,11 +54,33 @@ class StoreOutcome(StrEnum):
     STORED = "stored"
     DUPLICATE = "duplicate"
     CONFLICT = "conflict"
+    # A pingback for an id no task registered yet: kept provisionally (nonce, short TTL).
+    STORED_UNREGISTERED = "stored_unregistered"
+    # The pingback's proof (nonce, or the legacy whole secret) does not belong to this task.
+    REJECTED = "rejected"
 
 
 class SubmissionOutcome(StrEnum):
     CREATED = "created"
     RESULT_ALREADY_STORED = "result_already_stored"
+    # The task id was already registered (a replayed or repeated registration): nothing written.
+    ALREADY_REGISTERED = "already_registered"
+    # A provisional result with another nonce (or none) sat under this id: discarded, PENDING now.
+    PROVISIONAL_DISCARDED = "provisional_discarded"
+
+
+PROVEN_PATHS = frozenset({DeliveryPath.CALLBACK, DeliveryPath.REPLAY})
+
+
+def is_clean_text(value: object) -> bool:
+    """A str that can be stored and sent as UTF-8 (no lone surrogates)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def normalise_task_id(raw: object) -> str:
@@ -94,6 +116,8 @@ class NewTask:
     request: CaptchaRequest
     submitted_at: float
     first_poll_at: float
+    nonce: str | None = None
+    owner: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,10 +129,16 @@ class TaskResult:
     delivered_via: DeliveryPath
     received_at: float
     finished_after: float | None = None
+    nonce: str | None = None
 
     @property
     def is_failure(self) -> bool:
         return is_error_code(self.code)
+
+    @property
+    def needs_pingback_proof(self) -> bool:
+        """Pingbacks (and their replays) came over the public route; poll answers did not."""
+        return self.delivered_via in PROVEN_PATHS
 
 
 @dataclass(frozen=True)
@@ -135,6 +165,8 @@ class Task:
     error: str | None
     poll_attempts: int
     due_at: float | None
+    owner: str | None = None
+    nonce: str | None = None
 
     def view(self, now: float) -> dict[str, Any]:
         """The task as the API returns it. The token's age tells whether it is still usable."""

@@ -20,6 +20,7 @@ from pingback_guard.domain.task import TaskResult
 from pingback_guard.handlers.responses import raw_body, text_response
 from pingback_guard.logic.callback import (
     CallbackAuthenticator,
+    CallbackOutcome,
     CallbackRequest,
     CallbackService,
     parse_callback,
@@ -70,18 +71,26 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.error("callback not acknowledged", extra={"reason": str(error)})
         return text_response(503, "result not stored; try again")
     metrics.add_metric(name=outcome.value, unit=MetricUnit.Count, value=1)
+    if outcome is CallbackOutcome.REJECTED:
+        # A valid capability (or the legacy secret) presented for a task it does not belong to.
+        metrics.add_metric(name="CallbackRejected", unit=MetricUnit.Count, value=1)
+        logger.warning("callback rejected", extra={"status": 403, "why": "proof does not fit"})
+        return text_response(403, "forbidden")
     logger.info("callback handled", extra={"outcome": outcome.value})
     return text_response(200, "OK")
 
 
 def _authenticated_result(request: APIGatewayProxyEventV2) -> TaskResult:
-    if not authenticator.verify((request.path_parameters or {}).get("secret", "")):
+    proof = authenticator.verify((request.path_parameters or {}).get("secret", ""))
+    if proof is None:
         raise _Refused(403, "forbidden")
     body = raw_body(request)
     if body is None:
         raise _Refused(400, "body is not valid base64")
     try:
-        return parse_callback(_callback_request(request, body), received_at=time.time())
+        return parse_callback(
+            _callback_request(request, body), received_at=time.time(), nonce=proof.nonce
+        )
     except InvalidCallbackError as error:
         raise _Refused(400, str(error)) from None
 

@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import PingbackGuardError
-from pingback_guard.logic.replay import ReplayService
+from pingback_guard.logic.replay import RejectedMessageError, ReplayService
 from pingback_guard.observability import logger, metrics, tracer
 from pingback_guard.settings import ReplaySettings
 from pingback_guard.wiring import dynamodb_client
@@ -33,6 +33,9 @@ def replay_record(record: SQSRecord) -> None:
     try:
         outcome = service.replay(record.body)
     except PingbackGuardError as error:
+        if isinstance(error, RejectedMessageError):
+            # Breaks the edge's rules: never applied; SQS retries it, then parks it.
+            metrics.add_metric(name="ReplayRejected", unit=MetricUnit.Count, value=1)
         metrics.add_metric(name="ReplayFailed", unit=MetricUnit.Count, value=1)
         logger.warning(
             "replay failed; SQS will retry or park it",

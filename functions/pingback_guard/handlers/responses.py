@@ -32,3 +32,25 @@ def raw_body(request: APIGatewayProxyEventV2) -> bytes | None:
         return base64.b64decode(request.body, validate=True)
     except (binascii.Error, ValueError):
         return None
+
+
+class InvalidBodyError(ValueError):
+    """A request body that is not one JSON document of reasonable depth and size."""
+
+
+MAX_JSON_BODY_BYTES = 64 * 1024
+
+
+def json_body(request: APIGatewayProxyEventV2) -> object:
+    """The JSON document in the body (None when empty); any malformed input is InvalidBodyError."""
+    body = raw_body(request)
+    if body is None:
+        raise InvalidBodyError("body is not valid base64")
+    if len(body) > MAX_JSON_BODY_BYTES:
+        raise InvalidBodyError("body too large")
+    if not body:
+        return None
+    try:
+        return json.loads(body.decode("utf-8"))
+    except (ValueError, RecursionError):
+        raise InvalidBodyError("body is not valid JSON") from None

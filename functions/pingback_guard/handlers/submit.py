@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -18,12 +17,14 @@ from pingback_guard.domain.errors import (
     SecretUnavailableError,
     TaskNotRecordedError,
 )
-from pingback_guard.handlers.responses import json_response
+from pingback_guard.domain.task import CaptchaRequest, NewTask
+from pingback_guard.handlers.principal import caller_principal
+from pingback_guard.handlers.responses import InvalidBodyError, json_body, json_response
 from pingback_guard.logic.submit import (
     InvalidSubmissionError,
     SubmitService,
+    issue_pingback,
     parse_submission,
-    pingback_url,
 )
 from pingback_guard.observability import logger, metrics, tracer
 from pingback_guard.provider.wiring import captchaai_client
@@ -39,12 +40,21 @@ settings = SubmitSettings.from_env(os.environ)
 read_callback_secrets = callback_secrets_reader(
     settings.callback_secret_id, settings.secret_cache_seconds
 )
+
+
+def count_provisional_discarded(task: NewTask) -> None:
+    """A result with another nonce (or none) sat under this new task's id: forged or stale."""
+    metrics.add_metric(name="ProvisionalResultDiscarded", unit=MetricUnit.Count, value=1)
+    logger.warning("provisional result discarded", extra={"task_id": task.task_id})
+
+
 service = SubmitService(
     DynamoDbTaskStore(dynamodb_client(), settings.table),
     captchaai_client(settings.provider),
     SqsDeadLetterQueue(sqs_client(), settings.dead_letter_queue_url),
     settings.callback_timeout_seconds,
     expected_solve_seconds=settings.expected_solve_seconds,
+    on_provisional_discarded=count_provisional_discarded,
 )
 
 
@@ -54,13 +64,13 @@ service = SubmitService(
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = APIGatewayProxyEventV2(event)
     try:
-        captcha = parse_submission(json.loads(request.decoded_body or "null"))
-    except (InvalidSubmissionError, ValueError) as error:
-        return _refused(400, f"invalid request: {error}")
+        owner, captcha = _caller_and_request(request)
+    except _Refusal as refusal:
+        return _refused(refusal.status, refusal.reason)
     base_url = settings.public_base_url or f"https://{request.request_context.domain_name}"
     try:
-        callback_url = pingback_url(base_url, read_callback_secrets(False).current)
-        task = service.submit(captcha, callback_url)
+        pingback = issue_pingback(base_url, read_callback_secrets(False).current)
+        task = service.submit(captcha, pingback, owner)
     except ProviderRejectedError as error:
         return _refused(422, str(error))
     except ProviderAccountError as error:
@@ -82,6 +92,23 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         202,
         {"task_id": task.task_id, "status": "PENDING", "submitted_at": task.submitted_at},
     )
+
+
+class _Refusal(Exception):
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def _caller_and_request(request: APIGatewayProxyEventV2) -> tuple[str, CaptchaRequest]:
+    owner = caller_principal(request)
+    if owner is None:
+        raise _Refusal(403, "no IAM principal")
+    try:
+        return owner, parse_submission(json_body(request))
+    except (InvalidSubmissionError, InvalidBodyError) as error:
+        raise _Refusal(400, f"invalid request: {error}") from None
 
 
 def _refused(status: int, reason: str) -> dict[str, Any]:

@@ -23,10 +23,12 @@ from pingback_guard.domain.task import (
     DeliveryPath,
     StoreOutcome,
     TaskResult,
+    is_error_code,
     normalise_task_id,
 )
+from pingback_guard.logic import capability
 from pingback_guard.logic.results import store_result
-from pingback_guard.provider.answers import is_plausible_token
+from pingback_guard.provider.answers import is_known_task_error, is_plausible_token
 from pingback_guard.queue.dead_letter import DeadLetterQueue
 
 MAX_CALLBACK_BODY_BYTES = 16 * 1024
@@ -44,6 +46,18 @@ class CallbackOutcome(StrEnum):
     DUPLICATE = "CallbackDuplicate"
     CONFLICT = "CallbackConflict"
     TO_DEAD_LETTER = "CallbackToDeadLetter"
+    UNREGISTERED = "CallbackUnregistered"
+    REJECTED = "CallbackProofMismatch"
+
+
+@dataclass(frozen=True)
+class PingbackProof:
+    """What the path proved: a capability's nonce, or (nonce None) the pre-upgrade whole secret.
+
+    The whole secret only decides tasks recorded without a nonce (in flight at the upgrade).
+    """
+
+    nonce: str | None
 
 
 @dataclass(frozen=True)
@@ -75,11 +89,19 @@ class CallbackSecrets:
 
     def accepts(self, presented: str) -> bool:
         """Constant-time compare against both secrets, so rotation loses no pingback."""
+        if not SECRET_PATTERN.fullmatch(presented):
+            return False
         candidate = presented.encode()
         matches = [hmac.compare_digest(candidate, self.current.encode())]
         if self.previous:
             matches.append(hmac.compare_digest(candidate, self.previous.encode()))
         return any(matches)
+
+    def proof(self, presented: str) -> PingbackProof | None:
+        if capability.looks_like_capability(presented):
+            nonce = capability.proven_nonce(presented, (self.current, self.previous))
+            return PingbackProof(nonce) if nonce else None
+        return PingbackProof(None) if self.accepts(presented) else None
 
 
 class CallbackAuthenticator:
@@ -100,19 +122,22 @@ class CallbackAuthenticator:
         self._clock = clock
         self._last_forced_refresh = -refresh_interval_seconds
 
-    def verify(self, presented: str) -> bool:
-        if not presented or len(presented) > MAX_SECRET_LENGTH:
-            return False
-        if self._load(False).accepts(presented):
-            return True
+    def verify(self, presented: object) -> PingbackProof | None:
+        if not isinstance(presented, str) or not presented or len(presented) > MAX_SECRET_LENGTH:
+            return None
+        proof = self._load(False).proof(presented)
+        if proof is not None:
+            return proof
         now = self._clock()
         if now - self._last_forced_refresh < self._refresh_interval:
-            return False
+            return None
         self._last_forced_refresh = now
-        return self._load(True).accepts(presented)
+        return self._load(True).proof(presented)
 
 
-def parse_callback(request: CallbackRequest, received_at: float) -> TaskResult:
+def parse_callback(
+    request: CallbackRequest, received_at: float, nonce: str | None = None
+) -> TaskResult:
     """Read id and code from the query (CaptchaAI GET), a form body (2captcha POST) or JSON."""
     if len(request.body) > MAX_CALLBACK_BODY_BYTES:
         raise InvalidCallbackError("body too large")
@@ -126,11 +151,18 @@ def parse_callback(request: CallbackRequest, received_at: float) -> TaskResult:
     except ValueError as error:
         raise InvalidCallbackError(str(error)) from None
     code = fields.get("code", "")
-    if not is_plausible_token(code):
+    check_code(code)
+    return TaskResult(task_id, code, DeliveryPath.CALLBACK, received_at, nonce=nonce)
+
+
+def check_code(code: object) -> None:
+    """A token, or one of the provider's known per-task failure codes; nothing else."""
+    if not isinstance(code, str) or not is_plausible_token(code):
         raise InvalidCallbackError(
             f"code must be 1 to {MAX_CODE_LENGTH} token characters [A-Za-z0-9_.=:|-]"
         )
-    return TaskResult(task_id, code, DeliveryPath.CALLBACK, received_at)
+    if is_error_code(code) and not is_known_task_error(code):
+        raise InvalidCallbackError("code is an error the provider does not send for a task")
 
 
 def _body_fields(content_type: str, body: bytes) -> dict[str, str]:
@@ -149,7 +181,7 @@ def _body_fields(content_type: str, body: bytes) -> dict[str, str]:
 def _json_fields(text: str) -> dict[str, str]:
     try:
         document = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise InvalidCallbackError("body is not valid JSON") from None
     if not isinstance(document, dict):
         raise InvalidCallbackError("JSON body must be an object")
@@ -187,6 +219,10 @@ class CallbackService:
             return CallbackOutcome.DUPLICATE
         if outcome is StoreOutcome.CONFLICT:
             return CallbackOutcome.CONFLICT
+        if outcome is StoreOutcome.REJECTED:
+            return CallbackOutcome.REJECTED
+        if outcome is StoreOutcome.STORED_UNREGISTERED:
+            return CallbackOutcome.UNREGISTERED
         return CallbackOutcome.TASK_FAILED if result.is_failure else CallbackOutcome.ACCEPTED
 
     def _dead_letter(self, result: TaskResult, store_failure: StoreError) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from pingback_guard.data.store import TaskStore
@@ -18,7 +19,10 @@ from pingback_guard.domain.task import (
     SUPPORTED_METHODS,
     CaptchaRequest,
     NewTask,
+    SubmissionOutcome,
+    is_clean_text,
 )
+from pingback_guard.logic import capability
 from pingback_guard.logic.poll_schedule import first_poll_delay
 from pingback_guard.provider.client import ProviderClient
 from pingback_guard.queue.dead_letter import DeadLetterQueue
@@ -37,15 +41,15 @@ def parse_submission(document: object) -> CaptchaRequest:
     if not isinstance(document, Mapping):
         raise InvalidSubmissionError("body must be a JSON object")
     method = document.get("method", "userrecaptcha")
-    if method not in SUPPORTED_METHODS:
+    if not isinstance(method, str) or method not in SUPPORTED_METHODS:
         raise InvalidSubmissionError(f"method must be one of {sorted(SUPPORTED_METHODS)}")
     sitekey = document.get("sitekey")
     if not isinstance(sitekey, str) or not SITEKEY_PATTERN.fullmatch(sitekey):
         raise InvalidSubmissionError("sitekey must be 1-128 characters [A-Za-z0-9_.-]")
     page_url = document.get("page_url")
-    if not isinstance(page_url, str) or not _is_http_url(page_url):
+    if not is_clean_text(page_url) or not _is_http_url(str(page_url)):
         raise InvalidSubmissionError("page_url must be an http(s) URL")
-    return CaptchaRequest(method, sitekey, page_url, _extras(document.get("extras", {})))
+    return CaptchaRequest(method, sitekey, str(page_url), _extras(document.get("extras", {})))
 
 
 def _is_http_url(value: str) -> bool:
@@ -65,15 +69,40 @@ def _extras(raw: object) -> dict[str, str]:
         raise InvalidSubmissionError(f"extras not supported: {sorted(map(str, unknown))}")
     extras: dict[str, str] = {}
     for key, value in raw.items():
-        text = str(int(value)) if isinstance(value, bool) else str(value)
-        if not isinstance(value, str | int | float) or len(text) > MAX_EXTRA_VALUE_LENGTH:
+        if not isinstance(value, str | int | float) or (
+            isinstance(value, str) and not is_clean_text(value)
+        ):
+            raise InvalidSubmissionError(f"extras.{key} must be a short string or number")
+        text = _extra_text(value)
+        if len(text) > MAX_EXTRA_VALUE_LENGTH:
             raise InvalidSubmissionError(f"extras.{key} must be a short string or number")
         extras[str(key)] = text
     return extras
 
 
+def _extra_text(value: str | int | float) -> str:
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, int) and abs(value) >= 10**MAX_EXTRA_VALUE_LENGTH:
+        raise InvalidSubmissionError("extras: number too large")
+    return str(value)
+
+
 def pingback_url(public_base_url: str, secret: str) -> str:
     return f"{public_base_url.rstrip('/')}/callback/{secret}"
+
+
+@dataclass(frozen=True)
+class IssuedPingback:
+    """A per-task pingback URL and the nonce the task is recorded with."""
+
+    nonce: str
+    url: str
+
+
+def issue_pingback(public_base_url: str, secret: str) -> IssuedPingback:
+    minted = capability.mint(secret)
+    return IssuedPingback(minted.nonce, pingback_url(public_base_url, minted.token))
 
 
 class SubmitService:
@@ -87,6 +116,7 @@ class SubmitService:
         expected_solve_seconds: float = 20.0,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        on_provisional_discarded: Callable[[NewTask], None] = lambda _task: None,
     ) -> None:
         self._store = store
         self._provider = provider
@@ -95,21 +125,32 @@ class SubmitService:
         self._expected_solve = expected_solve_seconds
         self._clock = clock
         self._sleep = sleep
+        self._on_provisional_discarded = on_provisional_discarded
 
-    def submit(self, request: CaptchaRequest, callback_url: str) -> NewTask:
+    def submit(
+        self, request: CaptchaRequest, pingback: IssuedPingback, owner: str | None = None
+    ) -> NewTask:
         """Provider first (it names the task), then PENDING: retried, else queued for replay.
 
         Only when the table and the dead-letter queue both refuse does the caller get an error,
         and that error carries the provider's task id.
         """
-        task_id = self._provider.submit(request, callback_url)
+        task_id = self._provider.submit(request, pingback.url)
         submitted_at = self._clock()
         first_poll_after = first_poll_delay(
             request.method, self._expected_solve, self._callback_timeout
         )
-        task = NewTask(task_id, request, submitted_at, submitted_at + first_poll_after)
+        task = NewTask(
+            task_id,
+            request,
+            submitted_at,
+            submitted_at + first_poll_after,
+            nonce=pingback.nonce,
+            owner=owner,
+        )
         try:
-            self._record(task)
+            if self._record(task) is SubmissionOutcome.PROVISIONAL_DISCARDED:
+                self._on_provisional_discarded(task)
         except StoreUnavailableError as store_failure:
             try:
                 self._dead_letters.send(task, reason=str(store_failure))
@@ -117,13 +158,12 @@ class SubmitService:
                 raise TaskNotRecordedError(task_id) from None
         return task
 
-    def _record(self, task: NewTask) -> None:
+    def _record(self, task: NewTask) -> SubmissionOutcome:
         for attempt in range(RECORD_ATTEMPTS):
             try:
-                self._store.record_submission(task)
+                return self._store.record_submission(task)
             except StoreUnavailableError:
                 if attempt + 1 >= RECORD_ATTEMPTS:
                     raise
                 self._sleep(0.1 * 2**attempt)
-            else:
-                return
+        raise AssertionError("unreachable")

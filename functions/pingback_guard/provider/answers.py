@@ -82,6 +82,11 @@ def classify(text: str) -> ProviderAnswer:
     return ProviderAnswer(AnswerKind.READY, value)
 
 
+def is_known_task_error(code: str) -> bool:
+    """An error the provider reports for one task: it may mark that task FAILED."""
+    return code in TASK_FAILED_ERRORS or code in TASK_PERMANENT_ERRORS
+
+
 def is_plausible_token(value: str) -> bool:
     return 0 < len(value) <= MAX_CODE_LENGTH and bool(TOKEN_PATTERN.fullmatch(value))
 

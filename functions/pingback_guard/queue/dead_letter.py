@@ -43,6 +43,7 @@ def encode_message(write: DeadLetter, reason: str) -> str:
             "code": write.code,
             "received_at": write.received_at,
             "source": write.delivered_via.value,
+            "nonce": write.nonce,
         }
     else:
         body = {
@@ -56,6 +57,8 @@ def encode_message(write: DeadLetter, reason: str) -> str:
             },
             "submitted_at": write.submitted_at,
             "first_poll_at": write.first_poll_at,
+            "nonce": write.nonce,
+            "owner": write.owner,
         }
     return json.dumps({**body, "reason": reason}, separators=(",", ":"))
 
@@ -70,23 +73,37 @@ def decode_message(body: str) -> DeadLetter:
             return NewTask(
                 task_id=task_id,
                 request=CaptchaRequest(
-                    method=str(request["method"]),
-                    sitekey=str(request["sitekey"]),
-                    page_url=str(request["page_url"]),
-                    extras={str(k): str(v) for k, v in dict(request.get("extras", {})).items()},
+                    method=_text(request["method"]),
+                    sitekey=_text(request["sitekey"]),
+                    page_url=_text(request["page_url"]),
+                    extras={_text(k): _text(v) for k, v in dict(request.get("extras", {})).items()},
                 ),
                 submitted_at=float(document["submitted_at"]),
                 first_poll_at=float(document["first_poll_at"]),
+                nonce=_optional_text(document.get("nonce")),
+                owner=_optional_text(document.get("owner")),
             )
         return TaskResult(
             task_id=task_id,
-            code=str(document["code"]),
+            code=_text(document["code"]),
             delivered_via=DeliveryPath.REPLAY,
             received_at=float(document["received_at"]),
+            nonce=_optional_text(document.get("nonce")),
         )
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
         reason = type(error).__name__
         raise InvalidCallbackError(f"dead-letter message is malformed: {reason}") from None
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError("expected text")
+    return value
+
+
+def _optional_text(value: object) -> str | None:
+    """Messages written before per-task nonces have none: they keep the legacy rule."""
+    return None if value is None else _text(value)
 
 
 class SqsDeadLetterQueue:

@@ -1,0 +1,107 @@
+"""RegisterFunction: POST /pingback-urls issues a per-task pingback URL; PUT /tasks/{task_id}
+registers a task the worker submitted to the provider itself with that URL."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from pingback_guard.data.dynamodb import DynamoDbTaskStore
+from pingback_guard.domain.errors import SecretUnavailableError, StoreError
+from pingback_guard.domain.task import NewTask
+from pingback_guard.handlers.principal import caller_principal
+from pingback_guard.handlers.responses import InvalidBodyError, json_body, json_response
+from pingback_guard.logic.callback import CallbackAuthenticator
+from pingback_guard.logic.register import (
+    InvalidRegistrationError,
+    RegisterService,
+    RegistrationOutcome,
+    parse_registration,
+)
+from pingback_guard.logic.submit import issue_pingback
+from pingback_guard.observability import logger, metrics, tracer
+from pingback_guard.settings import RegisterSettings
+from pingback_guard.wiring import callback_secrets_reader, dynamodb_client
+
+ISSUE_ROUTE = "POST /pingback-urls"
+REGISTER_ROUTE = "PUT /tasks/{task_id}"
+STATUS_OF_OUTCOME = {
+    RegistrationOutcome.CREATED: 201,
+    RegistrationOutcome.SAME_AGAIN: 200,
+}
+
+settings = RegisterSettings.from_env(os.environ)
+read_callback_secrets = callback_secrets_reader(
+    settings.callback_secret_id, settings.secret_cache_seconds
+)
+authenticator = CallbackAuthenticator(read_callback_secrets)
+
+
+def count_provisional_discarded(task: NewTask) -> None:
+    metrics.add_metric(name="ProvisionalResultDiscarded", unit=MetricUnit.Count, value=1)
+    logger.warning("provisional result discarded", extra={"task_id": task.task_id})
+
+
+service = RegisterService(
+    DynamoDbTaskStore(dynamodb_client(), settings.table),
+    settings.callback_timeout_seconds,
+    on_provisional_discarded=count_provisional_discarded,
+)
+
+
+@logger.inject_lambda_context(log_event=False, clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(capture_cold_start_metric=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request = APIGatewayProxyEventV2(event)
+    owner = caller_principal(request)
+    if owner is None:
+        return _refused(403, "forbidden", "no IAM principal")
+    try:
+        if request.route_key == ISSUE_ROUTE:
+            return _issue(request)
+        return _register(request, owner)
+    except (SecretUnavailableError, StoreError) as error:
+        metrics.add_metric(name="RegisterUnavailable", unit=MetricUnit.Count, value=1)
+        logger.error("registration unavailable", extra={"reason": str(error)})
+        return json_response(503, {"error": "unavailable", "reason": "try again"})
+
+
+def _issue(request: APIGatewayProxyEventV2) -> dict[str, Any]:
+    base_url = settings.public_base_url or f"https://{request.request_context.domain_name}"
+    pingback = issue_pingback(base_url, read_callback_secrets(False).current)
+    metrics.add_metric(name="PingbackUrlIssued", unit=MetricUnit.Count, value=1)
+    # Until then a pingback that beats the registration is kept provisionally.
+    expires_at = int(time.time()) + settings.table.unregistered_result_ttl_seconds
+    return json_response(201, {"pingback_url": pingback.url, "expires_at": expires_at})
+
+
+def _register(request: APIGatewayProxyEventV2, owner: str) -> dict[str, Any]:
+    try:
+        registration = parse_registration(
+            (request.path_parameters or {}).get("task_id"), json_body(request)
+        )
+    except (InvalidRegistrationError, InvalidBodyError) as error:
+        return _refused(400, "bad_request", str(error))
+    proof = authenticator.verify(registration.capability)
+    if proof is None or proof.nonce is None:
+        return _refused(400, "bad_request", "pingback_url was not issued by this stack")
+    logger.append_keys(task_id=registration.task_id)
+    outcome = service.register(registration, proof.nonce, owner)
+    if outcome is RegistrationOutcome.DIFFERENT_DATA:
+        metrics.add_metric(name="RegistrationConflict", unit=MetricUnit.Count, value=1)
+        reason = "task already registered with different data"
+        return json_response(409, {"error": "conflict", "reason": reason})
+    metrics.add_metric(name="TaskRegistered", unit=MetricUnit.Count, value=1)
+    return json_response(STATUS_OF_OUTCOME[outcome], {"task_id": registration.task_id})
+
+
+def _refused(status: int, error: str, reason: str) -> dict[str, Any]:
+    metrics.add_metric(name="RegisterRejected", unit=MetricUnit.Count, value=1)
+    logger.warning("registration refused", extra={"status": status, "reason": reason})
+    return json_response(status, {"error": error, "reason": reason})
