@@ -33,9 +33,16 @@ from bench.outcome import Headline, SectionOutcome, markdown_table, number
 from bench.output_capture import captured_stdout
 from bench.provider import TYPICAL_TOKEN_BYTES, instant_simulator, res_requests
 from infra.simulator import Simulator
+from pingback_guard.logic.poll_schedule import first_poll_delay
 
 PATH_TASKS = 20
 POLL_ROUNDS = 3
+# The earliest first poll of a reCAPTCHA task the submit rule allows, with the bench's overrides.
+FIRST_POLL_SECONDS = first_poll_delay(
+    "userrecaptcha",
+    expected_solve_seconds=5.0,
+    callback_timeout_seconds=float(BENCH_OVERRIDES["CALLBACK_TIMEOUT_SECONDS"]),
+)
 DEAD_LETTER_TASKS = 4
 EMPTY_SWEEPS = 5
 SETUP = "setup"
@@ -213,7 +220,7 @@ def _poll_recovery_path(runner: PathRunner) -> None:
     result = runner.start("poll_recovery", PATH_TASKS * POLL_ROUNDS)
     for _ in range(POLL_ROUNDS):
         runner.submits(SETUP, PATH_TASKS)
-        time.sleep(float(BENCH_OVERRIDES["CALLBACK_TIMEOUT_SECONDS"]) + 0.2)
+        time.sleep(FIRST_POLL_SECONDS + 0.2)
         before = res_requests(runner.simulator)
         summary = runner.sweep("poll_recovery")
         _expect(summary["recovered"] == PATH_TASKS, f"the sweep recovered {summary}")

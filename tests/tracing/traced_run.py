@@ -74,7 +74,8 @@ def _function_environment(provider_base_url: str) -> dict[str, str]:
         "PROVIDER_BASE_URL": provider_base_url,
         "PROVIDER_BATCH_IDS": "false",
         "PROVIDER_CONNECT_TIMEOUT_SECONDS": "0.5",
-        "PROVIDER_READ_TIMEOUT_SECONDS": "0.5",
+        "PROVIDER_CALL_DEADLINE_SECONDS": "1",
+        "POLLER_RUN_SECONDS": "0",
         "POLLER_DEADLINE_MARGIN_SECONDS": "1",
     }
 

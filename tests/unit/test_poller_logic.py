@@ -358,3 +358,14 @@ def test_learned_solve_times_survive_in_the_lease(store: InMemoryTaskStore) -> N
     fresh_container = SolveTimes(default_seconds=20)
     PollerService(store, FakeProvider(), POLICY, fresh_container).run(lambda: 60.0)
     assert list(fresh_container.samples["userrecaptcha"]) == [10.0]
+
+
+def test_a_backlog_beyond_one_sweeps_budget_is_worked_off_by_the_next_sweeps(
+    store: InMemoryTaskStore,
+) -> None:
+    pending(store, *[str(n) for n in range(1, 40)], first_poll=SUBMITTED + 20)
+    provider = FakeProvider(answers={str(n): TOKEN for n in range(1, 40)})
+    policy = dataclasses.replace(POLICY, run_seconds=50)
+    service, _ = _clocked(store, provider, policy)
+    report = service.run(remaining_seconds=lambda: 60.0)
+    assert (report.recovered, report.sweeps, report.requests) == (39, 3, 13)

@@ -127,7 +127,8 @@ class PollerService:
                 if report.account_error or report.stopped_early:
                     return report
                 next_sweep = now + self._policy.sweep_interval_seconds
-                if next_sweep > stop_at or not self._store.next_due_at(now, stop_at):
+                # Overdue tasks count too: a sweep out of budget leaves them for the next one.
+                if next_sweep > stop_at or self._store.next_due_at(0.0, stop_at) is None:
                     return report
                 self._sleep(max(0.0, next_sweep - self._clock()))
         except StoreError:
