@@ -13,6 +13,8 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
+from infra.chaos.workload import is_forged_code
+
 RESULT_WRITE_MARKERS = ("solution = :code", "#status = :failed")
 CONDITION_REFUSED = "ConditionalCheckFailedException"
 TABLE_WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem", "BatchWriteItem"})
@@ -63,7 +65,8 @@ def verdict(
     known = {str(task["id"]) for task in truth}
     for task in truth:
         _judge_task(result, task, table.get(str(task["id"])), writes.get(str(task["id"]), 0))
-    result.unknown_in_table = sorted(set(table) - known)
+    forged_ids = set(forged_provisional(truth, table))
+    result.unknown_in_table = sorted(set(table) - known - forged_ids)
     result.dead_letter_left = queue_depths.get("dead_letter", 0)
     result.parked = queue_depths.get("parking", 0)
     return result
@@ -98,13 +101,48 @@ def _judge_task(
         result.wrong_code.append(task_id)
 
 
+def forged_decisions(
+    truth: Sequence[Mapping[str, Any]], table: Mapping[str, Mapping[str, Any]]
+) -> list[str]:
+    """Provider tasks whose stored result is the attacker's: what "accepted" means."""
+    return [
+        str(task["id"]) for task in truth if _holds_forged_code(table.get(str(task["id"])) or {})
+    ]
+
+
+def forged_provisional(
+    truth: Sequence[Mapping[str, Any]], table: Mapping[str, Mapping[str, Any]]
+) -> list[str]:
+    """Ids no task ever had, holding the attacker's code: kept provisionally (short TTL),
+    visible to no worker, discarded if a task with another nonce ever registers the id."""
+    known = {str(task["id"]) for task in truth}
+    return sorted(
+        task_id
+        for task_id, item in table.items()
+        if task_id not in known and "submitted_at" not in item and _holds_forged_code(item)
+    )
+
+
+def _holds_forged_code(item: Mapping[str, Any]) -> bool:
+    return is_forged_code(item.get("solution")) or is_forged_code(item.get("error"))
+
+
 def result_writes_per_task(calls: Iterable[Mapping[str, Any]]) -> Counter[str]:
-    """Successful conditional writes that stored a solution or a failure, per task."""
+    """Successful conditional writes that stored a solution or a failure, per task.
+
+    Provisional writes (a pingback for an id not registered yet, SET nonce) are left out: the
+    attacker's are discarded when the real task registers, and a genuine one is the task's only
+    result write (its own later pingbacks are refused as duplicates).
+    """
     counts: Counter[str] = Counter()
     for call in calls:
-        if _is_result_write(call) and call.get("outcome") == "ok":
+        if _is_result_write(call) and call.get("outcome") == "ok" and not _is_provisional(call):
             counts.update(call.get("task_ids") or [])
     return counts
+
+
+def _is_provisional(call: Mapping[str, Any]) -> bool:
+    return "nonce = :nonce" in (call.get("update_expression") or "")
 
 
 def _is_result_write(call: Mapping[str, Any]) -> bool:

@@ -74,8 +74,9 @@ def summary_text(document: dict[str, Any]) -> str:
         f" {len(verdict['still_pending'])},"
         f" unknown ids stored {len(verdict['unknown_in_table'])}, DLQ left"
         f" {verdict['dead_letter_left']}, parked {verdict['parked']}",
-        f"  forged callbacks (real ids, wrong secret): {forged_sent} answered,"
-        f" {verdict['forged_accepted']} accepted",
+        f"  forged callbacks: {forged_sent} answered ({_by_kind(document['forged_callbacks'])}),"
+        f" {verdict['forged_accepted']} decided a task; attacker codes kept provisionally on"
+        f" never-registered ids: {document['forged_callbacks'].get('kept_provisionally', 0)}",
         f"  recovery delay p50 {delay.get('p50', '-')} s, p95 {delay.get('p95', '-')} s;"
         f" token age at poll recovery p50 {token_age.get('p50', '-')} s,"
         f" p95 {token_age.get('p95', '-')} s (a reCAPTCHA token lives 120 s)",
@@ -128,3 +129,12 @@ def draw_timeline(result: ChaosResult, picture: Path) -> None:
     figure.tight_layout()
     figure.savefig(picture, dpi=110)
     plt.close(figure)
+
+
+def _by_kind(forged: dict[str, Any]) -> str:
+    """Per kind of forgery, the HTTP answers it got, e.g. "other_tasks_url 403x12"."""
+    return "; ".join(
+        f"{kind} " + " ".join(f"{status}x{count}" for status, count in sorted(answers.items()))
+        for kind, answers in forged.get("by_kind", {}).items()
+        if answers
+    )

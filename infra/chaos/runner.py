@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from infra.chaos.baseline import SeedBaseline
-from infra.chaos.checker import Verdict, emitted_metrics, figures, table_items, verdict
+from infra.chaos.checker import (
+    Verdict,
+    emitted_metrics,
+    figures,
+    forged_decisions,
+    forged_provisional,
+    table_items,
+    verdict,
+)
 from infra.chaos.scenario import Scenario
 from infra.chaos.workload import (
     PAGE_URL,
@@ -133,7 +141,7 @@ class ChaosRun:
                 target=forge_callbacks,
                 args=(
                     info.api_url,
-                    lambda: [str(t["id"]) for t in simulator.tasks()],
+                    lambda: [(str(t["id"]), t.get("pingback_url")) for t in simulator.tasks()],
                     self._forgeries,
                     self._stop,
                 ),
@@ -296,7 +304,7 @@ class ChaosRun:
             if "received_at" in item and item.get("status") in {"SOLVED", "FAILED"}
         )
         judged = verdict(truth, items, calls, depths)
-        judged.forged_accepted = self._forgeries.accepted
+        judged.forged_accepted = len(forged_decisions(truth, items))
         return ChaosResult(
             scenario=self.scenario,
             verdict=judged,
@@ -305,7 +313,9 @@ class ChaosRun:
             submits={"answers": dict(submits.answers), "errors": dict(submits.errors)},
             forged={
                 "answers": dict(self._forgeries.answers),
-                "accepted": self._forgeries.accepted,
+                "by_kind": {kind: dict(c) for kind, c in self._forgeries.by_kind.items()},
+                "accepted": judged.forged_accepted,
+                "kept_provisionally": len(forged_provisional(truth, items)),
                 "refused_connections": self._forgeries.refused_connections,
             },
             timeline=self.timeline,

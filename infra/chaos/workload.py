@@ -85,38 +85,74 @@ def run_schedule(
             pool.submit(submit, log)
 
 
+FORGED_CODE_PREFIX = "FORGED"
+# How an attacker holding real pingback URLs tries to decide tasks that are not theirs.
+FORGERY_KINDS = (
+    "wrong_secret",  # a made-up path secret on a real task id
+    "other_tasks_url",  # task A's real capability URL with task B's id
+    "future_id",  # a real capability URL on ids the provider may hand out next
+    "forged_capability",  # a real nonce with a made-up MAC, or a made-up nonce
+)
+
+
 @dataclass
 class ForgeryLog:
+    """HTTP answers per kind of forgery; whether one decided a task is judged from the table."""
+
     answers: Counter[int] = field(default_factory=Counter)
+    by_kind: dict[str, Counter[int]] = field(
+        default_factory=lambda: {kind: Counter() for kind in FORGERY_KINDS}
+    )
     refused_connections: int = 0
 
-    @property
-    def accepted(self) -> int:
-        return self.answers[200]
+    def note(self, kind: str, status: int) -> None:
+        self.answers[status] += 1
+        self.by_kind[kind][status] += 1
+
+
+def is_forged_code(code: object) -> bool:
+    return isinstance(code, str) and code.startswith(FORGED_CODE_PREFIX)
 
 
 def forge_callbacks(
     api_url: str,
-    known_ids: Callable[[], list[str]],
+    known_tasks: Callable[[], list[tuple[str, str | None]]],
     log: ForgeryLog,
     stop: threading.Event,
     every_seconds: float = 0.5,
 ) -> None:
-    """An attacker who knows real task ids but not the secret, posting forged tokens."""
+    """An attacker who sees real task ids and real pingback URLs (the provider's traffic)."""
     session = requests.Session()
     attempt = 0
     while not stop.wait(every_seconds):
         attempt += 1
-        ids = known_ids() or ["1"]
-        task_id = ids[attempt % len(ids)]
-        forged_secret = f"forged{attempt:020d}"
+        kind = FORGERY_KINDS[attempt % len(FORGERY_KINDS)]
+        url, task_id = _forgery(kind, attempt, api_url, known_tasks() or [("1", None)])
+        code = f"{FORGED_CODE_PREFIX}{attempt:010d}"
         try:
-            answer = session.get(
-                f"{api_url}/callback/{forged_secret}",
-                params={"id": task_id, "code": f"FORGED{attempt:010d}"},
-                timeout=10,
-            )
+            answer = session.get(url, params={"id": task_id, "code": code}, timeout=10)
         except requests.RequestException:
             log.refused_connections += 1
             continue
-        log.answers[answer.status_code] += 1
+        log.note(kind, answer.status_code)
+
+
+def _forgery(
+    kind: str, attempt: int, api_url: str, tasks: list[tuple[str, str | None]]
+) -> tuple[str, str]:
+    """The URL and the task id of one forged pingback of ``kind``."""
+    victim_id = tasks[attempt % len(tasks)][0]
+    urls = [url for _, url in tasks if url and "/callback/v1." in url]
+    if kind == "wrong_secret" or not urls:
+        return f"{api_url}/callback/forged{attempt:020d}", victim_id
+    leaked = urls[(attempt * 7 + 3) % len(urls)]
+    if kind == "other_tasks_url":
+        others = [task_id for task_id, url in tasks if url != leaked] or [victim_id]
+        return leaked, others[attempt % len(others)]
+    if kind == "future_id":
+        newest = max(int(task_id) for task_id, _ in tasks)
+        return leaked, str(newest + 1 + attempt % 97)
+    base, _, capability = leaked.rpartition("/")
+    _, nonce, mac = capability.split(".")
+    forged = f"v1.{nonce}.{mac[::-1]}" if attempt % 2 else f"v1.{mac}.{nonce}"
+    return f"{base}/{forged}", victim_id

@@ -28,6 +28,13 @@ def test_ci_chaos_run_loses_nothing_and_stores_every_result_once(tmp_path: Path)
     assert (verdict.dead_letter_left, verdict.parked) == (0, 0)
     assert verdict.forged_accepted == 0
     assert sum(result.forged["answers"].values()) > 0
+    # Every kind was tried. A forged MAC or path never gets past the edge; another task's real
+    # URL can get a 200 only while the table cannot judge it (kept in the DLQ, or provisionally
+    # for an id whose registration is still queued), and then decides nothing (forged_accepted).
+    for kind in ("other_tasks_url", "future_id", "forged_capability", "wrong_secret"):
+        assert sum(result.forged["by_kind"][kind].values()) > 0, kind
+    for kind in ("forged_capability", "wrong_secret"):
+        assert result.forged["by_kind"][kind].get(200, 0) == 0, kind
     assert verdict.stored_solved == verdict.solved_at_provider
     paths = result.figures["stored_by_path"]
     assert paths.get("callback", 0) and paths.get("replay", 0) and paths.get("poll", 0)

@@ -3,7 +3,13 @@ from __future__ import annotations
 import pytest
 
 from pingback_guard.domain.errors import ConfigurationError
-from pingback_guard.settings import CallbackSettings, PollerSettings, SubmitSettings
+from pingback_guard.settings import (
+    CallbackSettings,
+    GetTaskSettings,
+    PollerSettings,
+    RegisterSettings,
+    SubmitSettings,
+)
 
 BASE = {
     "TASKS_TABLE_NAME": "tasks",
@@ -47,3 +53,26 @@ def test_invalid_settings_fail_at_cold_start_naming_the_variable(
 def test_callback_requires_its_queue() -> None:
     with pytest.raises(ConfigurationError, match="DEAD_LETTER_QUEUE_URL"):
         CallbackSettings.from_env({k: v for k, v in BASE.items() if k != "DEAD_LETTER_QUEUE_URL"})
+
+
+@pytest.mark.parametrize("settings_class", [CallbackSettings, SubmitSettings, RegisterSettings])
+def test_the_callback_secret_is_cached_60_s_so_a_revoked_one_stops_within_a_minute(
+    settings_class: type[CallbackSettings | SubmitSettings | RegisterSettings],
+) -> None:
+    assert settings_class.from_env(BASE).secret_cache_seconds == 60
+    # The API key's cache setting does not stretch the callback secret's.
+    assert (
+        settings_class.from_env({**BASE, "SECRET_CACHE_SECONDS": "900"}).secret_cache_seconds == 60
+    )
+    with pytest.raises(ConfigurationError, match="CALLBACK_SECRET_CACHE_SECONDS"):
+        settings_class.from_env({**BASE, "CALLBACK_SECRET_CACHE_SECONDS": "301"})
+
+
+def test_unregistered_results_are_kept_a_day_and_admin_is_optional() -> None:
+    assert CallbackSettings.from_env(BASE).table.unregistered_result_ttl_seconds == 86400
+    assert GetTaskSettings.from_env(BASE).admin_principal_arn == ""
+    admin = "arn:aws:iam::123456789012:role/ops"
+    assert (
+        GetTaskSettings.from_env({**BASE, "ADMIN_PRINCIPAL_ARN": admin}).admin_principal_arn
+        == admin
+    )
