@@ -16,7 +16,9 @@ from infra.local import LocalStack, ReadyInfo
 EVENT_DUPLICATE_RATE = 0.25
 APPLIED_TABLE = "ResultConsumerAppliedTable"
 FINAL_STATUSES = frozenset({"SOLVED", "FAILED", "EXPIRED"})
-_SETTLE_TIMEOUT_SECONDS = 60.0
+# A consumer invocation that failed is retried 1 and 2 minutes later (Lambda's asynchronous
+# retries, in real seconds): the last ones may still be waiting when the tasks are settled.
+_SETTLE_TIMEOUT_SECONDS = 200.0
 _SETTLED_CHECKS = 3
 
 ResultKey = tuple[str, str]

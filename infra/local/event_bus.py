@@ -2,7 +2,9 @@
 function targets, invoked asynchronously like Lambda does for EventBridge.
 
 A failed invocation is retried LAMBDA_ASYNC_RETRIES times (Lambda's default for asynchronous
-invocations, about 1 and 2 minutes later, divided by the time scale), then dropped and counted.
+invocations), 1 and 2 minutes later as on AWS: NOT divided by the time scale, because what makes
+an invocation fail (a fault window, a dependency down) lasts real seconds here too. Then the
+event is dropped and counted.
 Events put locally stay in this process (moto's bus is not involved): `published()` is the log.
 """
 
@@ -25,7 +27,7 @@ from infra.local.pool import PoolClosed
 
 logger = logging.getLogger(__name__)
 
-_RETRY_DELAYS_SECONDS = (60.0, 120.0)
+LAMBDA_ASYNC_RETRY_DELAYS_SECONDS = (60.0, 120.0)
 _WAIT_SECONDS = 0.2
 
 
@@ -80,13 +82,15 @@ class LocalEventBus:
         invoke: Invoker,
         *,
         region: str,
-        time_scale: float,
+        retry_delays: Sequence[float] = LAMBDA_ASYNC_RETRY_DELAYS_SECONDS,
         workers: int = 2,
     ) -> None:
+        if len(retry_delays) < LAMBDA_ASYNC_RETRIES:
+            raise ValueError(f"one retry delay per retry ({LAMBDA_ASYNC_RETRIES})")
         self._rules = list(rules)
         self._invoke = invoke
         self._region = region
-        self._time_scale = time_scale
+        self._retry_delays = tuple(retry_delays)
         self._workers = workers
         self._deliveries: queue.Queue[_Delivery] = queue.Queue()
         self._published: list[dict[str, Any]] = []
@@ -186,7 +190,7 @@ class LocalEventBus:
             self._finished()
             return
         self.stats.add(retried=1)
-        delay = _RETRY_DELAYS_SECONDS[delivery.attempt] / self._time_scale
+        delay = self._retry_delays[delivery.attempt]
         retry = _Delivery(delivery.rule, delivery.function, delivery.event, delivery.attempt + 1)
         self._retry_later(retry, delay)
 

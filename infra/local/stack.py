@@ -361,7 +361,6 @@ class LocalStack:
             rule_specs(stack, functions),
             self.invoke,
             region=endpoint.region,
-            time_scale=options.time_scale,
             workers=options.workers_per_function,
         )
         self._event_bus.start()

@@ -262,7 +262,7 @@ def bus_with(request: pytest.FixtureRequest) -> Iterator[Any]:
     buses: list[LocalEventBus] = []
 
     def start(target: FlakyTarget, rules: list[RuleSpec]) -> LocalEventBus:
-        bus = LocalEventBus(rules, target, region="us-east-1", time_scale=600.0)
+        bus = LocalEventBus(rules, target, region="us-east-1", retry_delays=(0.05, 0.1))
         bus.start()
         buses.append(bus)
         return bus
