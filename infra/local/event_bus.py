@@ -5,7 +5,8 @@ A failed invocation is retried LAMBDA_ASYNC_RETRIES times (Lambda's default for 
 invocations), 1 and 2 minutes later as on AWS: NOT divided by the time scale, because what makes
 an invocation fail (a fault window, a dependency down) lasts real seconds here too. Then the
 event is dropped and counted.
-Events put locally stay in this process (moto's bus is not involved): `published()` is the log.
+Events put locally stay in this process (moto's bus is not involved): `published()` is the log
+of the last PUBLISHED_LOG_LIMIT events.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import queue
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +31,7 @@ logger = logging.getLogger(__name__)
 
 LAMBDA_ASYNC_RETRY_DELAYS_SECONDS = (60.0, 120.0)
 _WAIT_SECONDS = 0.2
+PUBLISHED_LOG_LIMIT = 100_000
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,7 @@ class LocalEventBus:
         self._retry_delays = tuple(retry_delays)
         self._workers = workers
         self._deliveries: queue.Queue[_Delivery] = queue.Queue()
-        self._published: list[dict[str, Any]] = []
+        self._published: deque[dict[str, Any]] = deque(maxlen=PUBLISHED_LOG_LIMIT)
         self._unfinished = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -137,7 +140,8 @@ class LocalEventBus:
         return ids
 
     def published(self) -> list[dict[str, Any]]:
-        """Every event put so far, in order (they may carry tokens: never log them)."""
+        """The events put so far (the last PUBLISHED_LOG_LIMIT), in order; they may carry
+        tokens: never log them."""
         with self._lock:
             return list(self._published)
 
