@@ -17,6 +17,8 @@ from infra.local.event_bus import BusEntry, LocalEventBus
 from infra.local.event_patterns import PatternError, matches, parse_pattern
 from infra.local.event_sources import PipeSpec, RuleSpec
 from infra.local.input_template import TemplateOutputError, render, render_detail
+from infra.local.intrinsics import NoResources, Resolver
+from infra.local.local_resources import EventBus, EventRule, LocalResourceContext
 from infra.local.moto_process import MotoServer
 from infra.local.pool import Invocation
 from infra.local.stream_pipe import StreamPipe
@@ -456,3 +458,44 @@ def test_a_batch_that_keeps_failing_goes_to_the_dead_letter_queue(
     # moto writes a key-only INSERT record before the item of an UpdateItem that creates it
     assert info["streamArn"] == stream_arn and info["batchSize"] == 2
     assert TOKEN not in message["Body"]
+
+
+# ---------------------------------------------------------------- resources made locally
+
+
+def local_context(endpoint: AwsEndpoint) -> LocalResourceContext:
+    resolver = Resolver({"AWS::StackName": "units"}, NoResources(), {}, {})
+    return LocalResourceContext(endpoint, "units", resolver)
+
+
+def test_a_bus_and_its_rules_exist_in_moto_and_moto_holds_no_target(
+    moto_endpoint: AwsEndpoint,
+) -> None:
+    context = local_context(moto_endpoint)
+    bus = EventBus().identify(context, "ResultEventBus", {"Name": "units-results"})
+    rule_kind = EventRule()
+    pattern_rule = rule_kind.identify(context, "ConsumerRule", {"EventBusName": "units-results"})
+    rule_kind.create(
+        context,
+        pattern_rule,
+        {
+            "EventBusName": "units-results",
+            "EventPattern": {"source": ["pingback-guard"]},
+            "Targets": [{"Id": "f", "Arn": "arn:aws:lambda:us-east-1:123456789012:function:f"}],
+        },
+    )
+    schedule_rule = rule_kind.identify(context, "Sweep", {})
+    rule_kind.create(context, schedule_rule, {"ScheduleExpression": "rate(1 minute)"})
+
+    events = moto_endpoint.client("events")
+    assert bus.attributes["Arn"].endswith(":event-bus/units-results")
+    described = events.describe_rule(Name=pattern_rule.physical_id, EventBusName="units-results")
+    assert json.loads(described["EventPattern"]) == {"source": ["pingback-guard"]}
+    assert pattern_rule.attributes["Arn"].endswith(f"rule/units-results/{pattern_rule.physical_id}")
+    targets = events.list_targets_by_rule(
+        Rule=pattern_rule.physical_id, EventBusName="units-results"
+    )
+    assert targets["Targets"] == []
+    scheduled = events.describe_rule(Name=schedule_rule.physical_id)
+    assert scheduled["ScheduleExpression"] == "rate(1 minute)"
+    assert schedule_rule.attributes["Arn"].endswith(f":rule/{schedule_rule.physical_id}")
