@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from infra.chaos.result_events import summary_line as result_events_line
 from infra.chaos.runner import ChaosResult
 
 PATH_COLOURS = {"callback": "tab:green", "replay": "tab:orange", "poll": "tab:blue"}
@@ -45,6 +46,7 @@ def report_document(result: ChaosResult) -> dict[str, Any]:
         "forged_callbacks": result.forged,
         "baseline": result.baseline,
         "timeline": result.timeline.events,
+        "result_events": result.result_events,
     }
 
 
@@ -92,7 +94,10 @@ def summary_text(document: dict[str, Any]) -> str:
             f" {baseline['solved_at_provider']} solved ({share:.0%}), res.php requests per task"
             f" {baseline['res_php_requests_per_task']}"
         )
-    lines.append(f"  verdict: {'PASS' if verdict['passed'] else 'FAIL'}")
+    events = document.get("result_events")
+    lines.append(result_events_line(events))
+    passed = verdict["passed"] and bool(events and events["passed"])
+    lines.append(f"  verdict: {'PASS' if passed else 'FAIL'}")
     return "\n".join(lines)
 
 

@@ -22,6 +22,11 @@ from infra.chaos.checker import (
     table_items,
     verdict,
 )
+from infra.chaos.result_events import (
+    EVENT_DUPLICATE_RATE,
+    result_events_report,
+    wait_for_result_events,
+)
 from infra.chaos.scenario import Scenario
 from infra.chaos.workload import (
     PAGE_URL,
@@ -61,6 +66,11 @@ class ChaosResult:
     arrivals: list[tuple[float, str]]
     started_at: float
     duration_seconds: float
+    result_events: dict[str, Any] | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict.passed and bool(self.result_events and self.result_events["passed"])
 
 
 class ChaosRun:
@@ -108,6 +118,7 @@ class ChaosRun:
             parameter_overrides=self.scenario.parameter_overrides(),
             workers_per_function=3,
             run_dir=self.out_dir / "stack",
+            event_duplicate_rate=EVENT_DUPLICATE_RATE,
         )
 
     def _start_baseline(self) -> tuple[Simulator, SeedBaseline]:
@@ -293,6 +304,7 @@ class ChaosRun:
         baseline_parts: tuple[Simulator, SeedBaseline] | None,
         started: float,
     ) -> ChaosResult:
+        wait_for_result_events(stack)
         truth = simulator.tasks()
         items = aws.items()
         calls = stack.calls_report()["calls"]
@@ -322,6 +334,7 @@ class ChaosRun:
             arrivals=arrivals,
             started_at=started,
             duration_seconds=round(time.time() - started, 1),
+            result_events=result_events_report(stack, info, items),
         )
 
 

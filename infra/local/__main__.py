@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--run-dir", type=Path, help="logs go here (default: a new temp dir)")
     serve.add_argument("--region", default="us-east-1")
     serve.add_argument("--stack-name", default="pingback-guard-local")
+    serve.add_argument(
+        "--event-duplicate-rate",
+        type=float,
+        default=0.0,
+        help="probability that a pipe publishes a batch of result events twice",
+    )
     return parser
 
 
@@ -70,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         run_dir=arguments.run_dir,
         region=arguments.region,
         stack_name=arguments.stack_name,
+        event_duplicate_rate=arguments.event_duplicate_rate,
     )
     stop_requested = threading.Event()
     for signal_number in (signal.SIGINT, signal.SIGTERM):

@@ -189,6 +189,64 @@ class SnsSubscription:
         )
 
 
+class Pipe:
+    """An EventBridge Pipe: named here, run by the runtime (infra.local.stream_pipe)."""
+
+    def identify(
+        self, context: LocalResourceContext, logical_id: str, properties: Mapping[str, Any]
+    ) -> LocalIdentity:
+        name = context.optional(properties.get("Name")) or context.generated_name(logical_id)
+        arn = f"arn:aws:pipes:{context.endpoint.region}:{ACCOUNT_ID}:pipe/{name}"
+        return LocalIdentity(name, ORIGIN_RUNTIME, {"Arn": arn})
+
+    def create(
+        self, context: LocalResourceContext, identity: LocalIdentity, properties: Mapping[str, Any]
+    ) -> None:
+        """Nothing to create: the runtime reads the stream and puts the events."""
+
+
+class EventBus:
+    """Created up front (moto's CloudFormation makes one without a physical id)."""
+
+    def identify(
+        self, context: LocalResourceContext, logical_id: str, properties: Mapping[str, Any]
+    ) -> LocalIdentity:
+        name = context.optional(properties.get("Name")) or context.generated_name(logical_id)
+        arn = context.endpoint.client("events").create_event_bus(Name=name)["EventBusArn"]
+        return LocalIdentity(name, ORIGIN_API, {"Arn": arn, "Name": name})
+
+    def create(
+        self, context: LocalResourceContext, identity: LocalIdentity, properties: Mapping[str, Any]
+    ) -> None:
+        """Already created by identify()."""
+
+
+class EventRule:
+    """Created in moto without its targets (moto would invoke Lambda targets through Docker);
+    the runtime delivers to them (infra.local.event_bus) or fires it (schedules)."""
+
+    def identify(
+        self, context: LocalResourceContext, logical_id: str, properties: Mapping[str, Any]
+    ) -> LocalIdentity:
+        name = context.optional(properties.get("Name")) or context.generated_name(logical_id)
+        bus = context.optional(properties.get("EventBusName"))
+        path = f"{bus.rsplit('/', 1)[-1]}/{name}" if bus and bus != "default" else name
+        arn = f"arn:aws:events:{context.endpoint.region}:{ACCOUNT_ID}:rule/{path}"
+        return LocalIdentity(name, ORIGIN_API, {"Arn": arn})
+
+    def create(
+        self, context: LocalResourceContext, identity: LocalIdentity, properties: Mapping[str, Any]
+    ) -> None:
+        request: dict[str, Any] = {"Name": identity.physical_id}
+        for key in ("ScheduleExpression", "EventBusName", "State", "Description"):
+            if key in properties:
+                request[key] = properties[key]
+        if "EventPattern" in properties:
+            pattern = properties["EventPattern"]
+            request["EventPattern"] = pattern if isinstance(pattern, str) else json.dumps(pattern)
+        context.endpoint.client("events").put_rule(**request)
+
+
 class PlayedByRuntime:
     """Exists only as behaviour of the runtime (event source mappings, API stages and routes)."""
 
@@ -230,6 +288,9 @@ _KINDS: dict[str, LocalKind] = {
     "AWS::ApiGatewayV2::Api": HttpApi(),
     "AWS::SNS::Subscription": SnsSubscription(),
     "AWS::Lambda::EventSourceMapping": PlayedByRuntime(),
+    "AWS::Pipes::Pipe": Pipe(),
+    "AWS::Events::Rule": EventRule(),
+    "AWS::Events::EventBus": EventBus(),
     "AWS::ApiGatewayV2::Stage": PlayedByRuntime(name_property="StageName"),
     "AWS::ApiGatewayV2::Route": PlayedByRuntime(),
     "AWS::ApiGatewayV2::Integration": PlayedByRuntime(),
@@ -238,8 +299,11 @@ _KINDS: dict[str, LocalKind] = {
 }
 
 # moto's CloudFormation knows these, but creating them in moto would start moto's own Lambda
-# invoker (Docker) for every message; the runtime's SQS poller plays them instead.
-MOTO_UNSAFE_TYPES = frozenset({"AWS::Lambda::EventSourceMapping"})
+# invoker (Docker) for every message or event (the runtime's SQS poller and event bus play them),
+# or would leave them without a physical id (event buses).
+MOTO_UNSAFE_TYPES = frozenset(
+    {"AWS::Lambda::EventSourceMapping", "AWS::Events::Rule", "AWS::Events::EventBus"}
+)
 
 
 def local_kind(resource_type: str) -> LocalKind:

@@ -19,6 +19,8 @@ from infra.local.aws import ACCOUNT_ID, AwsEndpoint
 from infra.local.calls import CallLog
 from infra.local.control import UnknownFunction, control_server
 from infra.local.deploy import DeployedStack, deploy_stack
+from infra.local.event_bus import LocalEventBus
+from infra.local.event_sources import pipe_specs, rule_specs
 from infra.local.faults import FaultRule
 from infra.local.functions import FunctionSpec, function_specs
 from infra.local.gateway import HttpGateway
@@ -28,6 +30,7 @@ from infra.local.pool import FunctionPool, Invocation, worker_environment
 from infra.local.scheduler import ScheduleRunner
 from infra.local.sources import FunctionIndex, http_routes, queue_sources, schedules
 from infra.local.sqs_source import QueuePoller
+from infra.local.stream_pipe import StreamPipe
 from infra.local.template import SamTemplate
 
 logger = logging.getLogger(__name__)
@@ -42,6 +45,9 @@ PARKING_QUEUE_URL_OUTPUT = "ParkingQueueUrl"
 PROVIDER_BASE_URL_VARIABLE = "PROVIDER_BASE_URL"
 PUBLIC_BASE_URL_VARIABLE = "PUBLIC_BASE_URL"
 _TRIGGER_STOP_SECONDS = 3.0
+# Template parameters the local runtime sets unless overridden: the example result consumer runs
+# so that the events path (stream, pipe, bus, rule target) is exercised end to end.
+LOCAL_PARAMETER_DEFAULTS = {"DeployExampleConsumer": "true"}
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,8 @@ class LocalOptions:
     """Logs go to run_dir/logs; default: a new temporary directory (kept after the run)."""
     region: str = "us-east-1"
     stack_name: str = "pingback-guard-local"
+    event_duplicate_rate: float = 0.0
+    """Probability that a pipe puts a delivered batch of result events a second time."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,8 @@ class LocalStack:
         self._access_log: IO[str] | None = None
         self._schedules: ScheduleRunner | None = None
         self._pollers: list[QueuePoller] = []
+        self._event_bus: LocalEventBus | None = None
+        self._event_pipes: list[StreamPipe] = []
         self._control: LocalHttpServer | None = None
         self._ready: ReadyInfo | None = None
 
@@ -157,6 +167,7 @@ class LocalStack:
             ("gateway", self._stop_gateway),
             ("schedules", self._stop_schedules),
             ("SQS pollers", self._stop_pollers),
+            ("event pipes and bus", self._stop_result_events),
             ("function workers", self._stop_pools),
             ("moto", self._stop_moto),
         ]
@@ -204,7 +215,20 @@ class LocalStack:
                 poller.source.logical_id: poller.stats.to_json() for poller in self._pollers
             },
             "fault_rules": len(self.faults()),
+            "event_pipes": {
+                pipe.spec.logical_id: pipe.stats.to_json() for pipe in self._event_pipes
+            },
+            "event_bus": self._event_bus.stats.to_json() if self._event_bus else {},
         }
+
+    def published_events(self) -> list[dict[str, Any]]:
+        """Every event the stack's pipes put on its buses (they may carry tokens: never log)."""
+        return self._event_bus.published() if self._event_bus else []
+
+    def result_events_settled(self) -> bool:
+        """Each pipe has read its stream to the end and the bus has no delivery in flight."""
+        pipes_caught_up = all(pipe.stats.to_json()["caught_up"] for pipe in self._event_pipes)
+        return pipes_caught_up and (self._event_bus is None or self._event_bus.idle())
 
     def info(self) -> dict[str, Any]:
         return self.ready.to_json()
@@ -215,7 +239,11 @@ class LocalStack:
         log_dir = run_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         template = SamTemplate.load(options.template)
-        parameter_values = template.parameter_values(options.parameter_overrides)
+        declared = template.document.get("Parameters", {})
+        local_defaults = {k: v for k, v in LOCAL_PARAMETER_DEFAULTS.items() if k in declared}
+        parameter_values = template.parameter_values(
+            {**local_defaults, **options.parameter_overrides}
+        )
         code_dirs = template.function_code_dirs()
         self._moto = MotoServer(options.aws_port, log_dir / "moto.log")
         moto = self._moto.start()
@@ -230,6 +258,7 @@ class LocalStack:
         assert self._gateway is not None
         self._start_pools(specs, endpoint, log_dir)
         self._start_triggers(stack, functions, endpoint)
+        self._start_result_events(stack, functions, endpoint)
         self._control = control_server(self, options.control_port)
         self._control.start()
         return self._ready_info(stack, endpoint, run_dir, log_dir, specs)
@@ -323,6 +352,28 @@ class LocalStack:
             poller.start()
             self._pollers.append(poller)
 
+    def _start_result_events(
+        self, stack: DeployedStack, functions: FunctionIndex, endpoint: AwsEndpoint
+    ) -> None:
+        """Buses and their rule targets first, then the pipes that feed them."""
+        options = self.options
+        self._event_bus = LocalEventBus(
+            rule_specs(stack, functions),
+            self.invoke,
+            region=endpoint.region,
+            workers=options.workers_per_function,
+        )
+        self._event_bus.start()
+        for spec in pipe_specs(stack):
+            pipe = StreamPipe(
+                spec,
+                new_client=endpoint.client,
+                put_events=self._event_bus.put_events,
+                duplicate_rate=options.event_duplicate_rate,
+            )
+            pipe.start()
+            self._event_pipes.append(pipe)
+
     def _ready_info(
         self,
         stack: DeployedStack,
@@ -389,6 +440,14 @@ class LocalStack:
         for poller in self._pollers:
             poller.stop(_TRIGGER_STOP_SECONDS)
         self._pollers = []
+
+    def _stop_result_events(self) -> None:
+        for pipe in self._event_pipes:
+            pipe.stop(_TRIGGER_STOP_SECONDS)
+        self._event_pipes = []
+        if self._event_bus is not None:
+            self._event_bus.stop(_TRIGGER_STOP_SECONDS)
+            self._event_bus = None
 
     def _stop_pools(self) -> None:
         stoppers = [threading.Thread(target=pool.stop) for pool in self._pools.values()]

@@ -26,6 +26,8 @@ FUNCTIONS = {
     "PollerFunction": "pingback_guard.handlers.poller.handler",
     "RegisterFunction": "pingback_guard.handlers.register.handler",
 }
+# Not the product: examples/ deployed only with DeployExampleConsumer=true (docs/events.md).
+EXAMPLE_FUNCTIONS = {"ResultConsumerFunction": "result_consumer.handler.handler"}
 
 
 def load_template() -> dict[str, Any]:
@@ -57,6 +59,8 @@ def translated(template: dict[str, Any]) -> dict[str, Any]:
     document = copy.deepcopy(template)
     # `sam deploy` uploads functions/ and puts its S3 location here; the translator insists.
     document["Globals"]["Function"]["CodeUri"] = "s3://example-bucket/functions.zip"
+    for name in EXAMPLE_FUNCTIONS:
+        document["Resources"][name]["Properties"]["CodeUri"] = "s3://example-bucket/examples.zip"
     output: dict[str, Any] = transform(document, {"AWS::Region": "us-east-1"}, _NoManagedPolicies())
     return output
 

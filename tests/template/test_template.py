@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.template.conftest import (
+    EXAMPLE_FUNCTIONS,
     FUNCTIONS,
     ROOT,
     as_list,
@@ -141,11 +142,15 @@ OUTPUTS = {
     "AlarmTopicArn",
     "DashboardUrl",
     "CallbackSecretArn",
+    "EventBusName",
+    "ResultEventsDeadLetterQueueUrl",
 }
 
 
 def functions(resources: dict[str, Any]) -> dict[str, Any]:
-    return of_type(resources, "AWS::Serverless::Function")
+    """The product's functions (the example consumer has its own tests)."""
+    found = of_type(resources, "AWS::Serverless::Function")
+    return {name: body for name, body in found.items() if name not in EXAMPLE_FUNCTIONS}
 
 
 def role_statements(resources: dict[str, Any], function: str) -> list[dict[str, Any]]:
@@ -420,7 +425,10 @@ def test_api_key_parameter_arn_is_built_from_its_name(
 def test_generated_roles_are_scoped(translated: dict[str, Any]) -> None:
     """Roles SAM adds itself (the scheduler's) must not widen anything either."""
     roles = of_type(translated["Resources"], "AWS::IAM::Role")
-    assert set(roles) == {f"{name}Role" for name in FUNCTIONS} | {"PollerFunctionPollScheduleRole"}
+    assert set(roles) == {f"{name}Role" for name in FUNCTIONS | EXAMPLE_FUNCTIONS} | {
+        "PollerFunctionPollScheduleRole",
+        "ResultEventsPipeRole",
+    }
     scheduler = roles["PollerFunctionPollScheduleRole"]["Properties"]
     assert "ManagedPolicyArns" not in scheduler
     (statement,) = scheduler["Policies"][0]["PolicyDocument"]["Statement"]
@@ -448,6 +456,8 @@ def test_every_function_logs_to_its_own_retained_group(
 
 def test_translated_functions_really_get_globals(translated: dict[str, Any]) -> None:
     lambdas = of_type(translated["Resources"], "AWS::Lambda::Function")
+    for example in EXAMPLE_FUNCTIONS:
+        del lambdas[example]
     assert set(lambdas) == set(FUNCTIONS)
     for name, body in lambdas.items():
         properties = body["Properties"]
@@ -492,7 +502,8 @@ def test_tasks_table(resources: dict[str, Any]) -> None:
     assert properties["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
     assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
     assert properties["SSESpecification"] == {"SSEEnabled": True}
-    assert "StreamSpecification" not in properties
+    # Read by the result events pipe only (tests/template/test_result_events.py).
+    assert properties["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
     assert table["DeletionPolicy"] == "Retain"
 
 
@@ -685,6 +696,8 @@ def test_no_output_reveals_the_callback_secret(template: dict[str, Any]) -> None
 SECRET_WORDS = re.compile(r"key|secret|password|token|credential", re.IGNORECASE)
 # Named parameters that mention a secret word but hold no secret value:
 PUBLIC_ON_PURPOSE = {
+    # A switch ("true"/"false"): whether result events carry tokens, not a token.
+    "PublishTokens",
     # The NAME of the SSM SecureString, not the key.
     "ProviderApiKeyParameterName",
     # Served publicly at GET /2captcha.txt for the provider's domain check.

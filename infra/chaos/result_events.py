@@ -1,0 +1,122 @@
+"""The chaos run's check of the result events: every final result published at least once (the
+bus's log) and applied exactly once by the example consumer (the consumer's own applied-results
+table), although the pipe publishes some batches twice."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from infra.local import LocalStack, ReadyInfo
+
+# Share of pipe batches put on the bus a second time: the consumer must absorb them.
+EVENT_DUPLICATE_RATE = 0.25
+APPLIED_TABLE = "ResultConsumerAppliedTable"
+FINAL_STATUSES = frozenset({"SOLVED", "FAILED", "EXPIRED"})
+# A consumer invocation that failed is retried 1 and 2 minutes later (Lambda's asynchronous
+# retries, in real seconds): the last ones may still be waiting when the tasks are settled.
+_SETTLE_TIMEOUT_SECONDS = 200.0
+_SETTLED_CHECKS = 3
+
+ResultKey = tuple[str, str]
+
+
+@dataclass
+class ResultEventsVerdict:
+    final_results: int = 0
+    published_results: int = 0
+    events_published: int = 0
+    applied_once: int = 0
+    not_published: list[str] = field(default_factory=list)
+    not_applied: list[str] = field(default_factory=list)
+    applied_more_than_once: list[str] = field(default_factory=list)
+    applied_without_event: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not (
+            self.not_published
+            or self.not_applied
+            or self.applied_more_than_once
+            or self.applied_without_event
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "passed": self.passed}
+
+
+def wait_for_result_events(stack: LocalStack) -> None:
+    """Until the pipes have read their streams to the end and the bus delivered everything."""
+    deadline = time.monotonic() + _SETTLE_TIMEOUT_SECONDS
+    settled = 0
+    while settled < _SETTLED_CHECKS and time.monotonic() < deadline:
+        settled = settled + 1 if stack.result_events_settled() else 0
+        time.sleep(0.5)
+
+
+def result_events_report(
+    stack: LocalStack, info: ReadyInfo, items: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    published = [event["detail"] for event in stack.published_events()]
+    return judge_result_events(items, published, applied_counts(info)).to_json()
+
+
+def judge_result_events(
+    items: Mapping[str, Mapping[str, Any]],
+    published: Iterable[Mapping[str, Any]],
+    applied: Mapping[ResultKey, int],
+) -> ResultEventsVerdict:
+    finals = {
+        (task_id, str(item["status"]))
+        for task_id, item in items.items()
+        if item.get("status") in FINAL_STATUSES
+    }
+    events = Counter((str(d.get("task_id")), str(d.get("status"))) for d in published)
+    # A task can have had two final results (EXPIRED, then SOLVED): each is one to apply.
+    results = finals | set(events)
+    verdict = ResultEventsVerdict(
+        final_results=len(finals),
+        published_results=len(set(events)),
+        events_published=sum(events.values()),
+    )
+    verdict.not_published = _named(finals - set(events))
+    verdict.not_applied = _named(key for key in results if applied.get(key, 0) == 0)
+    verdict.applied_more_than_once = _named(key for key in results if applied.get(key, 0) > 1)
+    verdict.applied_without_event = _named(set(applied) - set(events))
+    verdict.applied_once = sum(1 for key in results if applied.get(key, 0) == 1)
+    return verdict
+
+
+def applied_counts(info: ReadyInfo) -> dict[ResultKey, int]:
+    """The example consumer's own record: applications per (task id, final status)."""
+    resource = info.resources.get(APPLIED_TABLE)
+    if resource is None:
+        return {}
+    pages = (
+        info.aws_client("dynamodb")
+        .get_paginator("scan")
+        .paginate(TableName=resource["physical_id"])
+    )
+    return {
+        (item["task_id"]["S"], item["status"]["S"]): int(item["applied_count"]["N"])
+        for page in pages
+        for item in page.get("Items", [])
+    }
+
+
+def summary_line(report: Mapping[str, Any] | None) -> str:
+    if report is None:
+        return "  result events: not checked"
+    return (
+        f"  result events: {report['final_results']} final results, {report['published_results']}"
+        f" published ({report['events_published']} events, duplicates injected), applied once"
+        f" {report['applied_once']}; not published {len(report['not_published'])}, not applied"
+        f" {len(report['not_applied'])}, applied twice {len(report['applied_more_than_once'])}"
+    )
+
+
+def _named(keys: Iterable[ResultKey]) -> list[str]:
+    return sorted(f"{task_id}:{status}" for task_id, status in keys)

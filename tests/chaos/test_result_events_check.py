@@ -1,0 +1,47 @@
+"""The chaos run's result-events verdict, on hand-made tables, logs and applied counts."""
+
+from __future__ import annotations
+
+from infra.chaos.result_events import judge_result_events, summary_line
+
+ITEMS = {
+    "1": {"status": "SOLVED"},
+    "2": {"status": "FAILED"},
+    "3": {"status": "SOLVED"},  # was EXPIRED first: two results
+    "4": {"status": "PENDING"},
+}
+
+
+def detail(task_id: str, status: str) -> dict[str, str]:
+    return {"task_id": task_id, "status": status}
+
+
+def test_every_result_published_and_applied_once_passes() -> None:
+    published = [
+        detail("1", "SOLVED"),
+        detail("1", "SOLVED"),  # a duplicate event
+        detail("2", "FAILED"),
+        detail("3", "EXPIRED"),
+        detail("3", "SOLVED"),
+    ]
+    applied = {("1", "SOLVED"): 1, ("2", "FAILED"): 1, ("3", "EXPIRED"): 1, ("3", "SOLVED"): 1}
+
+    verdict = judge_result_events(ITEMS, published, applied)
+
+    assert verdict.passed
+    assert (verdict.final_results, verdict.published_results, verdict.events_published) == (3, 4, 5)
+    assert verdict.applied_once == 4
+    assert "applied once 4" in summary_line(verdict.to_json())
+
+
+def test_unpublished_unapplied_and_doubly_applied_results_fail() -> None:
+    published = [detail("1", "SOLVED"), detail("3", "SOLVED")]
+    applied = {("1", "SOLVED"): 2, ("9", "SOLVED"): 1}
+
+    verdict = judge_result_events(ITEMS, published, applied)
+
+    assert not verdict.passed
+    assert verdict.not_published == ["2:FAILED"]
+    assert verdict.not_applied == ["2:FAILED", "3:SOLVED"]
+    assert verdict.applied_more_than_once == ["1:SOLVED"]
+    assert verdict.applied_without_event == ["9:SOLVED"]

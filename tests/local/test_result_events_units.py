@@ -1,0 +1,501 @@
+"""The result-events pieces of the local runtime, without a stack: the template's own pipe
+filters and input templates on stream records, event patterns, templates, the bus, the pipe."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from infra.local.aws import AwsEndpoint
+from infra.local.event_bus import BusEntry, LocalEventBus
+from infra.local.event_patterns import PatternError, matches, parse_pattern
+from infra.local.event_sources import PipeSpec, RuleSpec
+from infra.local.input_template import TemplateOutputError, render, render_detail
+from infra.local.intrinsics import NoResources, Resolver
+from infra.local.local_resources import EventBus, EventRule, LocalResourceContext
+from infra.local.moto_process import MotoServer
+from infra.local.pool import Invocation
+from infra.local.stream_pipe import StreamPipe
+from tests.local.support import wait_until
+from tests.support import template
+
+TOKEN = "03AFcWeA-token_" + "x" * 40
+OWNER = "arn:aws:iam::123456789012:user/worker"
+
+
+def pipe_properties() -> dict[str, Any]:
+    properties: dict[str, Any] = template()["Resources"]["ResultEventsPipe"]["Properties"]
+    return properties
+
+
+def template_filters() -> list[dict[str, Any]]:
+    filters = pipe_properties()["SourceParameters"]["FilterCriteria"]["Filters"]
+    return [parse_pattern(entry["Pattern"]) for entry in filters]
+
+
+def input_template(with_tokens: bool) -> str:
+    condition, with_token, without_token = pipe_properties()["TargetParameters"]["InputTemplate"][
+        "Fn::If"
+    ]
+    assert condition == "EventsCarryTokens"
+    return str(with_token if with_tokens else without_token)
+
+
+def image(**attributes: str | float) -> dict[str, Any]:
+    return {
+        name: {"N": str(value)} if isinstance(value, float) else {"S": value}
+        for name, value in attributes.items()
+    }
+
+
+def record(
+    event_name: str, new: dict[str, Any] | None, old: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    dynamodb: dict[str, Any] = {"Keys": {"task_id": {"S": "4242"}}, "SequenceNumber": "100"}
+    if new is not None:
+        dynamodb["NewImage"] = new
+    if old is not None:
+        dynamodb["OldImage"] = old
+    return {
+        "eventID": "e1",
+        "eventName": event_name,
+        "eventSource": "aws:dynamodb",
+        "dynamodb": dynamodb,
+    }
+
+
+PENDING = image(task_id="4242", status="PENDING", owner=OWNER, nonce="bm9uY2U")
+SOLVED = image(
+    task_id="4242",
+    status="SOLVED",
+    solution=TOKEN,
+    delivered_via="read_through",
+    finished_after=1764532800.25,
+    received_at=1764532805.5,
+    usable_until=1764532920.25,
+    owner=OWNER,
+    nonce="bm9uY2U",
+)
+EXPIRED = image(task_id="4242", status="EXPIRED", error="EXPIRED_UNRECOVERED", received_at=900.0)
+FAILED = image(
+    task_id="4242", status="FAILED", error="ERROR_CAPTCHA_UNSOLVABLE", delivered_via="poll"
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "stream_record", "published"),
+    [
+        ("first write is the result", record("INSERT", SOLVED), True),
+        (
+            "callback before PENDING, key-only insert",
+            record("INSERT", image(task_id="4242")),
+            False,
+        ),
+        ("PENDING registered", record("INSERT", PENDING), False),
+        ("PENDING -> SOLVED", record("MODIFY", SOLVED, PENDING), True),
+        ("PENDING -> FAILED", record("MODIFY", FAILED, PENDING), True),
+        ("PENDING -> EXPIRED", record("MODIFY", EXPIRED, PENDING), True),
+        ("EXPIRED -> SOLVED, a late pingback", record("MODIFY", SOLVED, EXPIRED), True),
+        ("FAILED -> SOLVED", record("MODIFY", SOLVED, FAILED), True),
+        ("SOLVED rewritten (report, duplicate)", record("MODIFY", SOLVED, SOLVED), False),
+        ("poll rescheduled", record("MODIFY", PENDING, PENDING), False),
+        ("old item had no status yet", record("MODIFY", SOLVED, image(task_id="4242")), True),
+        ("TTL deletion", record("REMOVE", None, SOLVED), False),
+    ],
+)
+def test_the_template_filters_publish_status_transitions_into_a_final_status(
+    name: str, stream_record: dict[str, Any], published: bool
+) -> None:
+    selected = any(matches(pattern, stream_record) for pattern in template_filters())
+    assert selected is published, name
+
+
+def test_the_input_template_maps_the_contract_attributes() -> None:
+    detail = render_detail(input_template(True), record("MODIFY", SOLVED, PENDING), {})
+
+    assert detail == {
+        "schema_version": "1",
+        "task_id": "4242",
+        "status": "SOLVED",
+        "previous_status": "PENDING",
+        "delivered_via": "read_through",
+        "finished_at_earliest": "1764532800.25",
+        "finished_at_latest": "1764532805.5",
+        "usable_until": "1764532920.25",
+        "error": "",
+        "owner": OWNER,
+        "solution": TOKEN,
+    }
+
+
+def test_without_tokens_the_detail_has_no_solution_and_nothing_else_changes() -> None:
+    stream_record = record("MODIFY", SOLVED, PENDING)
+    with_tokens = render_detail(input_template(True), stream_record, {})
+    without = render_detail(input_template(False), stream_record, {})
+
+    assert "solution" not in without
+    assert TOKEN not in json.dumps(without)
+    assert without == {key: value for key, value in with_tokens.items() if key != "solution"}
+
+
+def test_missing_attributes_render_as_empty_strings_and_the_detail_stays_json() -> None:
+    detail = render_detail(input_template(True), record("INSERT", EXPIRED), {})
+
+    assert detail["status"] == "EXPIRED"
+    assert detail["previous_status"] == detail["delivered_via"] == detail["solution"] == ""
+    assert detail["finished_at_earliest"] == detail["usable_until"] == ""
+    assert detail["finished_at_latest"] == "900.0"
+
+
+def test_the_nonce_is_never_published() -> None:
+    for variant in (True, False):
+        assert "nonce" not in input_template(variant)
+
+
+# ---------------------------------------------------------------- patterns and templates
+
+
+@pytest.mark.parametrize(
+    ("pattern", "event", "expected"),
+    [
+        ({"a": ["x"]}, {"a": "x"}, True),
+        ({"a": ["x"]}, {"a": ["y", "x"]}, True),
+        ({"a": [5]}, {"a": 5.0}, True),
+        ({"a": ["5"]}, {"a": 5}, False),
+        ({"a": [{"prefix": "ab"}]}, {"a": "abc"}, True),
+        ({"a": [{"suffix": "bc"}]}, {"a": "abc"}, True),
+        ({"a": [{"equals-ignore-case": "ABC"}]}, {"a": "abc"}, True),
+        ({"a": [{"wildcard": "a*c"}]}, {"a": "abbbc"}, True),
+        ({"a": [{"anything-but": ["x", "y"]}]}, {"a": "z"}, True),
+        ({"a": [{"anything-but": "x"}]}, {"a": "x"}, False),
+        ({"a": [{"anything-but": "x"}]}, {}, False),
+        ({"a": [{"anything-but": {"prefix": "ab"}}]}, {"a": "abc"}, False),
+        ({"a": [{"exists": True}]}, {"a": None}, True),
+        ({"a": [{"exists": False}]}, {}, True),
+        ({"a": {"b": [{"exists": False}]}}, {}, True),
+        ({"a": {"b": ["x"]}}, {"a": "not an object"}, False),
+        ({"a": [{"numeric": [">", 1, "<=", 3]}]}, {"a": 3}, True),
+        ({"a": [{"numeric": [">", 1]}]}, {"a": "2"}, False),
+        ({"$or": [{"a": ["x"]}, {"b": ["y"]}]}, {"b": "y"}, True),
+        ({"$or": [{"a": ["x"]}, {"b": ["y"]}]}, {"c": "y"}, False),
+    ],
+)
+def test_event_patterns(pattern: dict[str, Any], event: dict[str, Any], expected: bool) -> None:
+    assert matches(parse_pattern(pattern), event) is expected
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        '{"a": [{"cidr": "10.0.0.0/8"}]}',
+        '{"a": "x"}',
+        '{"a": [{"prefix": "x", "suffix": "y"}]}',
+        '{"a": [{"numeric": [">"]}]}',
+        '{"$or": []}',
+        "[1]",
+    ],
+)
+def test_patterns_the_runtime_cannot_honour_fail_loudly(pattern: str) -> None:
+    with pytest.raises(PatternError):
+        parse_pattern(pattern)
+
+
+def test_templates_write_strings_raw_and_json_values_as_json() -> None:
+    event = {"s": "text", "o": {"k": [1, True, None]}, "n": 2.5, "list": ["a", "b"]}
+    text = render(
+        '{"s": "<$.s>", "o": <$.o>, "n": <$.n>, "second": "<$.list[1]>", "m": "<$.nope.x>",'
+        ' "pipe": "<aws.pipes.pipe-name>"}',
+        event,
+        {"aws.pipes.pipe-name": "p1"},
+    )
+    assert json.loads(text) == {
+        "s": "text",
+        "o": {"k": [1, True, None]},
+        "n": 2.5,
+        "second": "b",
+        "m": "",
+        "pipe": "p1",
+    }
+
+
+def test_a_template_that_does_not_render_a_json_object_is_an_error() -> None:
+    with pytest.raises(TemplateOutputError):
+        render_detail('{"a": <$.missing>}', {}, {})
+    with pytest.raises(TemplateOutputError):
+        render_detail('"<$.s>"', {"s": "x"}, {})
+
+
+# ---------------------------------------------------------------- bus
+
+
+class FlakyTarget:
+    """An invoker whose invocations fail `failures` times, then succeed."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.events: list[dict[str, Any]] = []
+
+    def __call__(self, function: str, event: Any) -> Invocation:
+        self.events.append(event)
+        if len(self.events) <= self.failures:
+            return Invocation("r", error={"errorType": "Boom", "errorMessage": "no"})
+        return Invocation("r", result={"ok": True})
+
+
+def rule(bus: str = "results") -> RuleSpec:
+    return RuleSpec(
+        logical_id="ConsumerRule",
+        name="consumer-rule",
+        arn="arn:aws:events:us-east-1:123456789012:rule/results/consumer-rule",
+        bus_name=bus,
+        pattern=parse_pattern({"source": ["pingback-guard"], "detail": {"status": ["SOLVED"]}}),
+        functions=("ResultConsumerFunction",),
+    )
+
+
+@pytest.fixture
+def bus_with(request: pytest.FixtureRequest) -> Iterator[Any]:
+    buses: list[LocalEventBus] = []
+
+    def start(target: FlakyTarget, rules: list[RuleSpec]) -> LocalEventBus:
+        bus = LocalEventBus(rules, target, region="us-east-1", retry_delays=(0.05, 0.1))
+        bus.start()
+        buses.append(bus)
+        return bus
+
+    yield start
+    for bus in buses:
+        bus.stop(2.0)
+
+
+def entry(status: str, source: str = "pingback-guard", bus: str = "results") -> BusEntry:
+    return BusEntry(bus, source, "Task Result", {"task_id": "1", "status": status})
+
+
+def test_the_bus_delivers_matching_events_and_retries_failed_invocations(bus_with: Any) -> None:
+    target = FlakyTarget(failures=2)
+    bus = bus_with(target, [rule()])
+
+    ids = bus.put_events([entry("SOLVED"), entry("FAILED"), entry("SOLVED", source="other")])
+    bus.put_events([entry("SOLVED", bus="another-bus")])
+
+    wait_until(bus.idle, timeout=10)
+    assert len(ids) == 3
+    assert [event["id"] for event in target.events] == [ids[0]] * 3
+    assert target.events[0]["detail-type"] == "Task Result"
+    assert bus.stats.to_json() == {
+        "put": 4,
+        "deliveries": 1,
+        "invocations": 3,
+        "retried": 2,
+        "dropped": 0,
+    }
+    assert len(bus.published()) == 4
+
+
+def test_the_bus_drops_an_event_after_lambdas_async_retries(bus_with: Any) -> None:
+    target = FlakyTarget(failures=10)
+    bus = bus_with(target, [rule()])
+
+    bus.put_events([entry("SOLVED")])
+
+    wait_until(bus.idle, timeout=10)
+    assert len(target.events) == 3
+    assert bus.stats.to_json()["dropped"] == 1
+
+
+# ---------------------------------------------------------------- pipe on a moto stream
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AwsEndpoint]:
+    """moto's server, as the runtime runs it (its in-process mock does not route DynamoDB
+    Streams requests of this botocore)."""
+    server = MotoServer(0, tmp_path_factory.mktemp("moto") / "moto.log")
+    try:
+        yield AwsEndpoint(server.start().url, "us-east-1")
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def stream(moto_endpoint: AwsEndpoint) -> Iterator[tuple[Any, str]]:
+    client = moto_endpoint.client("dynamodb")
+    name = f"tasks-{uuid.uuid4().hex[:8]}"
+    table = client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "task_id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "task_id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )
+    yield Table(client, name), table["TableDescription"]["LatestStreamArn"]
+    client.delete_table(TableName=name)
+
+
+@dataclass(frozen=True)
+class Table:
+    client: Any
+    name: str
+
+
+def pipe_spec(stream_arn: str, input_template_text: str, retries: int = 2) -> PipeSpec:
+    return PipeSpec(
+        logical_id="ResultEventsPipe",
+        name="results-pipe",
+        arn="arn:aws:pipes:us-east-1:123456789012:pipe/results-pipe",
+        stream_arn=stream_arn,
+        starting_position="TRIM_HORIZON",
+        batch_size=10,
+        maximum_retry_attempts=retries,
+        dead_letter_arn="arn:aws:sqs:us-east-1:123456789012:pipe-dlq",
+        filters=tuple(template_filters()),
+        input_template=input_template_text,
+        target_arn="arn:aws:events:us-east-1:123456789012:event-bus/results",
+        bus_name="results",
+        source="pingback-guard",
+        detail_type="Task Result",
+    )
+
+
+def write(table: Table, task_id: str, **attributes: str) -> None:
+    names = {f"#{name}": name for name in attributes}
+    table.client.update_item(
+        TableName=table.name,
+        Key={"task_id": {"S": task_id}},
+        UpdateExpression="SET " + ", ".join(f"#{name} = :{name}" for name in attributes),
+        ExpressionAttributeNames=names,
+        ExpressionAttributeValues={f":{name}": {"S": value} for name, value in attributes.items()},
+    )
+
+
+def run_pipe(
+    endpoint: AwsEndpoint, spec: PipeSpec, duplicate_rate: float = 0.0
+) -> tuple[StreamPipe, list[BusEntry]]:
+    put: list[BusEntry] = []
+
+    def put_events(entries: Any) -> list[str]:
+        put.extend(entries)
+        return [str(index) for index, _ in enumerate(entries)]
+
+    pipe = StreamPipe(
+        spec,
+        new_client=endpoint.client,
+        put_events=put_events,
+        duplicate_rate=duplicate_rate,
+        seed=1,
+    )
+    pipe.start()
+    return pipe, put
+
+
+def test_the_pipe_reads_moto_s_stream_and_publishes_each_final_transition_once(
+    moto_endpoint: AwsEndpoint, stream: tuple[Table, str]
+) -> None:
+    table, stream_arn = stream
+    write(table, "7", status="PENDING")
+    write(table, "7", status="SOLVED", solution=TOKEN, delivered_via="callback")
+    write(table, "7", reported="good")  # same status again: nothing new
+    write(table, "8", status="FAILED", error="ERROR_CAPTCHA_UNSOLVABLE")
+    pipe, put = run_pipe(moto_endpoint, pipe_spec(stream_arn, input_template(True)))
+    try:
+        wait_until(lambda: pipe.stats.to_json()["caught_up"] and len(put) >= 2, timeout=10)
+        time.sleep(0.5)
+    finally:
+        pipe.stop(2.0)
+
+    assert [(e.detail["task_id"], e.detail["status"]) for e in put] == [
+        ("7", "SOLVED"),
+        ("8", "FAILED"),
+    ]
+    assert {(e.bus_name, e.source, e.detail_type) for e in put} == {
+        ("results", "pingback-guard", "Task Result")
+    }
+    assert pipe.stats.to_json()["published"] == 2
+
+
+def test_injected_duplicates_put_the_same_results_again(
+    moto_endpoint: AwsEndpoint, stream: tuple[Table, str]
+) -> None:
+    table, stream_arn = stream
+    write(table, "9", status="EXPIRED", error="EXPIRED_UNRECOVERED")
+    pipe, put = run_pipe(
+        moto_endpoint, pipe_spec(stream_arn, input_template(False)), duplicate_rate=1.0
+    )
+    try:
+        wait_until(lambda: len(put) >= 2, timeout=10)
+    finally:
+        pipe.stop(2.0)
+
+    first, second = (e.detail for e in put[:2])
+    assert first == second
+    assert pipe.stats.to_json()["duplicates_injected"] == 1
+
+
+def test_a_batch_that_keeps_failing_goes_to_the_dead_letter_queue(
+    moto_endpoint: AwsEndpoint, stream: tuple[Table, str]
+) -> None:
+    table, stream_arn = stream
+    sqs = moto_endpoint.client("sqs")
+    queue_url = sqs.create_queue(QueueName="pipe-dlq")["QueueUrl"]
+    write(table, "10", status="SOLVED", solution=TOKEN)
+    pipe, put = run_pipe(moto_endpoint, pipe_spec(stream_arn, '{"broken": <$.nope>}', retries=2))
+    try:
+        wait_until(lambda: pipe.stats.to_json()["dead_lettered_batches"] == 1, timeout=10)
+    finally:
+        pipe.stop(2.0)
+
+    assert put == []
+    assert pipe.stats.to_json()["failed_executions"] == 3
+    (message,) = sqs.receive_message(QueueUrl=queue_url)["Messages"]
+    info = json.loads(message["Body"])["DDBStreamBatchInfo"]
+    # moto writes a key-only INSERT record before the item of an UpdateItem that creates it
+    assert info["streamArn"] == stream_arn and info["batchSize"] == 2
+    assert TOKEN not in message["Body"]
+
+
+# ---------------------------------------------------------------- resources made locally
+
+
+def local_context(endpoint: AwsEndpoint) -> LocalResourceContext:
+    resolver = Resolver({"AWS::StackName": "units"}, NoResources(), {}, {})
+    return LocalResourceContext(endpoint, "units", resolver)
+
+
+def test_a_bus_and_its_rules_exist_in_moto_and_moto_holds_no_target(
+    moto_endpoint: AwsEndpoint,
+) -> None:
+    context = local_context(moto_endpoint)
+    bus = EventBus().identify(context, "ResultEventBus", {"Name": "units-results"})
+    rule_kind = EventRule()
+    pattern_rule = rule_kind.identify(context, "ConsumerRule", {"EventBusName": "units-results"})
+    rule_kind.create(
+        context,
+        pattern_rule,
+        {
+            "EventBusName": "units-results",
+            "EventPattern": {"source": ["pingback-guard"]},
+            "Targets": [{"Id": "f", "Arn": "arn:aws:lambda:us-east-1:123456789012:function:f"}],
+        },
+    )
+    schedule_rule = rule_kind.identify(context, "Sweep", {})
+    rule_kind.create(context, schedule_rule, {"ScheduleExpression": "rate(1 minute)"})
+
+    events = moto_endpoint.client("events")
+    assert bus.attributes["Arn"].endswith(":event-bus/units-results")
+    described = events.describe_rule(Name=pattern_rule.physical_id, EventBusName="units-results")
+    assert json.loads(described["EventPattern"]) == {"source": ["pingback-guard"]}
+    assert pattern_rule.attributes["Arn"].endswith(f"rule/units-results/{pattern_rule.physical_id}")
+    targets = events.list_targets_by_rule(
+        Rule=pattern_rule.physical_id, EventBusName="units-results"
+    )
+    assert targets["Targets"] == []
+    scheduled = events.describe_rule(Name=schedule_rule.physical_id)
+    assert scheduled["ScheduleExpression"] == "rate(1 minute)"
+    assert schedule_rule.attributes["Arn"].endswith(f":rule/{schedule_rule.physical_id}")

@@ -1,0 +1,127 @@
+"""The result events path of template.yaml: stream, pipe, bus, least privilege, the example
+consumer (its filters and input templates are exercised on records in tests/local)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.template.conftest import of_type
+
+
+def statements(role: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        statement
+        for policy in role["Properties"]["Policies"]
+        for statement in policy["PolicyDocument"]["Statement"]
+    ]
+
+
+def test_the_pipe_reads_the_table_stream_and_puts_on_the_stack_s_bus(
+    resources: dict[str, Any],
+) -> None:
+    pipe = resources["ResultEventsPipe"]["Properties"]
+    assert pipe["Source"] == {"Fn::GetAtt": ["TasksTable", "StreamArn"]}
+    assert pipe["Target"] == {"Fn::GetAtt": ["ResultEventBus", "Arn"]}
+    stream = pipe["SourceParameters"]["DynamoDBStreamParameters"]
+    assert stream["StartingPosition"] == "TRIM_HORIZON"
+    assert stream["DeadLetterConfig"] == {
+        "Arn": {"Fn::GetAtt": ["ResultEventsDeadLetterQueue", "Arn"]}
+    }
+    assert stream["MaximumRetryAttempts"] > 0
+    assert pipe["TargetParameters"]["EventBridgeEventBusParameters"] == {
+        "Source": "pingback-guard",
+        "DetailType": "Task Result",
+    }
+    assert "Enrichment" not in pipe
+
+
+def test_tokens_are_published_unless_the_parameter_says_no(
+    template: dict[str, Any], resources: dict[str, Any]
+) -> None:
+    assert template["Parameters"]["PublishTokens"]["Default"] == "true"
+    assert template["Conditions"]["EventsCarryTokens"] == {
+        "Fn::Equals": [{"Ref": "PublishTokens"}, "true"]
+    }
+    input_template = resources["ResultEventsPipe"]["Properties"]["TargetParameters"][
+        "InputTemplate"
+    ]
+    condition, with_tokens, without_tokens = input_template["Fn::If"]
+    assert condition == "EventsCarryTokens"
+    assert "NewImage.solution.S" in with_tokens
+    assert "solution" not in without_tokens
+
+
+def test_the_pipe_role_may_only_read_the_stream_publish_and_dead_letter(
+    resources: dict[str, Any],
+) -> None:
+    role = resources["ResultEventsPipeRole"]["Properties"]
+    (trust,) = role["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "pipes.amazonaws.com"}
+    assert trust["Condition"] == {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    granted = {
+        str(action): statement["Resource"]
+        for statement in statements(resources["ResultEventsPipeRole"])
+        for action in (
+            statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        )
+    }
+    stream = {"Fn::GetAtt": ["TasksTable", "StreamArn"]}
+    assert granted == {
+        "dynamodb:DescribeStream": stream,
+        "dynamodb:GetRecords": stream,
+        "dynamodb:GetShardIterator": stream,
+        "dynamodb:ListStreams": stream,
+        "events:PutEvents": {"Fn::GetAtt": ["ResultEventBus", "Arn"]},
+        "sqs:SendMessage": {"Fn::GetAtt": ["ResultEventsDeadLetterQueue", "Arn"]},
+    }
+
+
+def test_unpublished_batches_and_pipe_failures_are_alarmed(resources: dict[str, Any]) -> None:
+    alarms = of_type(resources, "AWS::CloudWatch::Alarm")
+    dead_letter = alarms["ResultEventsDeadLetterAlarm"]["Properties"]
+    assert dead_letter["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": ["ResultEventsDeadLetterQueue", "QueueName"]}}
+    ]
+    failed = alarms["ResultEventsPipeFailedAlarm"]["Properties"]
+    assert (failed["Namespace"], failed["MetricName"]) == (
+        "AWS/EventBridge/Pipes",
+        "ExecutionFailed",
+    )
+    assert failed["Dimensions"] == [{"Name": "PipeName", "Value": {"Ref": "ResultEventsPipe"}}]
+
+
+def test_the_example_consumer_exists_only_on_request_with_its_own_tables(
+    template: dict[str, Any], resources: dict[str, Any]
+) -> None:
+    assert template["Parameters"]["DeployExampleConsumer"]["Default"] == "false"
+    example = {name for name in resources if name.startswith("ResultConsumer")}
+    assert example == {
+        "ResultConsumerFunction",
+        "ResultConsumerFunctionRole",
+        "ResultConsumerFunctionLogGroup",
+        "ResultConsumerIdempotencyTable",
+        "ResultConsumerAppliedTable",
+    }
+    for name in example:
+        assert resources[name]["Condition"] == "HasExampleConsumer", name
+    function = resources["ResultConsumerFunction"]["Properties"]
+    rule = function["Events"]["FinalResults"]
+    assert rule["Type"] == "EventBridgeRule"
+    assert rule["Properties"]["EventBusName"] == {"Ref": "ResultEventBus"}
+    assert rule["Properties"]["Pattern"] == {
+        "source": ["pingback-guard"],
+        "detail-type": ["Task Result"],
+    }
+    resources_granted = {
+        str(statement["Sid"]): statement["Resource"]
+        for statement in statements(resources["ResultConsumerFunctionRole"])
+    }
+    assert resources_granted["IdempotencyRecords"] == {
+        "Fn::GetAtt": ["ResultConsumerIdempotencyTable", "Arn"]
+    }
+    assert resources_granted["ApplyResult"] == {"Fn::GetAtt": ["ResultConsumerAppliedTable", "Arn"]}
+    assert not any("TasksTable" in str(value) for value in resources_granted.values())
+
+
+def test_the_bus_name_is_an_output(template: dict[str, Any]) -> None:
+    assert template["Outputs"]["EventBusName"]["Value"] == {"Ref": "ResultEventBus"}
