@@ -286,6 +286,7 @@ def test_the_lease_item_is_never_a_due_task(store: TaskStore) -> None:
     assert store.due_tasks(now=10_000.0, limit=10) == []
     assert store.next_due_at(after=0.0, until=10_000.0) is None
 
+
 # ------------------------------------------------------------------ per-task pingback proof
 
 
