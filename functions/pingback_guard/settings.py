@@ -187,6 +187,7 @@ class RegisterSettings:
     secret_cache_seconds: int
     public_base_url: str
     callback_timeout_seconds: float
+    expected_solve_seconds: float
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> RegisterSettings:
@@ -197,6 +198,7 @@ class RegisterSettings:
             secret_cache_seconds=callback_secret_cache_seconds(env),
             public_base_url=env.url("PUBLIC_BASE_URL", required=False),
             callback_timeout_seconds=env.number("CALLBACK_TIMEOUT_SECONDS", 120, 1, 3600),
+            expected_solve_seconds=expected_solve_seconds(env),
         )
 
 

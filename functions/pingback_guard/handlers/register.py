@@ -50,6 +50,7 @@ def count_provisional_discarded(task: NewTask) -> None:
 service = RegisterService(
     DynamoDbTaskStore(dynamodb_client(), settings.table),
     settings.callback_timeout_seconds,
+    expected_solve_seconds=settings.expected_solve_seconds,
     on_provisional_discarded=count_provisional_discarded,
 )
 

@@ -20,6 +20,7 @@ from pingback_guard.domain.task import (
     is_clean_text,
     normalise_task_id,
 )
+from pingback_guard.logic.poll_schedule import first_poll_delay
 from pingback_guard.logic.submit import (
     MAX_PAGE_URL_LENGTH,
     InvalidSubmissionError,
@@ -81,11 +82,13 @@ class RegisterService:
         store: TaskStore,
         callback_timeout_seconds: float,
         *,
+        expected_solve_seconds: float = 20.0,
         clock: Callable[[], float] = time.time,
         on_provisional_discarded: Callable[[NewTask], None] = lambda _task: None,
     ) -> None:
         self._store = store
         self._callback_timeout = callback_timeout_seconds
+        self._expected_solve = expected_solve_seconds
         self._clock = clock
         self._on_provisional_discarded = on_provisional_discarded
 
@@ -98,7 +101,10 @@ class RegisterService:
             registration.task_id,
             registration.request,
             now,
-            now + self._callback_timeout,
+            now
+            + first_poll_delay(
+                registration.request.method, self._expected_solve, self._callback_timeout
+            ),
             nonce=nonce,
             owner=owner,
         )
