@@ -28,7 +28,6 @@ from infra.local.http_server import LOCALHOST, LocalHttpServer
 from infra.local.moto_process import MotoServer
 from infra.local.pool import FunctionPool, Invocation, worker_environment
 from infra.local.scheduler import ScheduleRunner
-from infra.local.signing import local_signed_session
 from infra.local.sources import FunctionIndex, http_routes, queue_sources, schedules
 from infra.local.sqs_source import QueuePoller
 from infra.local.template import SamTemplate
@@ -90,6 +89,9 @@ class ReadyInfo:
 
     def signed_session(self, principal: LocalPrincipal = WORKER) -> requests.Session:
         """A requests session signing (SigV4) as `principal`, for the gateway's IAM routes."""
+        # Imported here: function workers import this package and never have the client on path.
+        from infra.local.signing import local_signed_session
+
         return local_signed_session(self.region, principal)
 
     def to_json(self) -> dict[str, Any]:

@@ -9,13 +9,17 @@ from typing import Any
 
 import pytest
 import requests
+from botocore.credentials import Credentials
 
 from infra.local import FaultRule, LocalStack
+from infra.local.aws import ACCOUNT_ID, OTHER_WORKER, WORKER
+from pingback_guard_client.signing import SigV4RequestAuth
 from tests.local.support import LEAK_SENTINEL, PROVIDER_API_KEY, wait_until
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(180)]
 
 Aws = Callable[[str], Any]
+WRONG_KEY = Credentials(WORKER.access_key, "not-the-secret-key", WORKER.session_token)
 
 
 def _echo(stack: LocalStack, query: str = "", **kwargs: Any) -> dict[str, Any]:
@@ -104,10 +108,18 @@ def test_bodies_are_encoded_as_api_gateway_does(local_stack: LocalStack) -> None
     assert base64.b64decode(form["body"]) == b"id=1&code=t"
 
 
-def test_iam_routes_accept_unsigned_requests(local_stack: LocalStack) -> None:
-    response = requests.get(f"{local_stack.ready.api_url}/shaped", timeout=10)
-    assert response.status_code == 200
-    assert "iam" in response.json()["event"]["requestContext"]["authorizer"]
+def test_iam_routes_verify_sigv4_and_pass_the_caller_on(local_stack: LocalStack) -> None:
+    url = f"{local_stack.ready.api_url}/shaped"
+    unsigned = requests.get(url, timeout=10)
+    assert (unsigned.status_code, unsigned.json()) == (403, {"message": "Forbidden"})
+    wrongly_signed = requests.get(url, timeout=10, auth=SigV4RequestAuth("us-east-1", WRONG_KEY))
+    assert wrongly_signed.status_code == 403
+    for principal in (WORKER, OTHER_WORKER):
+        response = local_stack.ready.signed_session(principal).get(url, timeout=10)
+        assert response.status_code == 200
+        iam = response.json()["event"]["requestContext"]["authorizer"]["iam"]
+        assert (iam["accessKey"], iam["userArn"]) == (principal.access_key, principal.user_arn)
+        assert iam["accountId"] == ACCOUNT_ID and iam["userId"] == iam["callerId"] != ""
 
 
 def test_results_and_errors_map_like_api_gateway(local_stack: LocalStack) -> None:

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 
 from infra.local import FaultRule, LocalOptions, LocalStack
 from infra.simulator import Simulator, SimulatorConfig
@@ -68,13 +67,15 @@ def calm(stack: LocalStack, simulator: Simulator) -> Iterator[None]:
 
 
 def submit(stack: LocalStack) -> str:
-    answer = requests.post(f"{stack.ready.api_url}/tasks", json=TASK, timeout=30)
+    answer = stack.ready.signed_session().post(
+        f"{stack.ready.api_url}/tasks", json=TASK, timeout=30
+    )
     assert answer.status_code == 202, answer.text
     return str(answer.json()["task_id"])
 
 
 def task_view(stack: LocalStack, task_id: str) -> dict[str, Any]:
-    answer = requests.get(f"{stack.ready.api_url}/tasks/{task_id}", timeout=30)
+    answer = stack.ready.signed_session().get(f"{stack.ready.api_url}/tasks/{task_id}", timeout=30)
     return dict(answer.json()) if answer.status_code == 200 else {}
 
 
