@@ -229,13 +229,18 @@ def test_fault_rule_fails_dynamodb_inside_the_worker_until_it_expires(
     }
     _control(local_stack, "POST", "faults", [rule])
     try:
-        failing = requests.put(url, data="x", timeout=10)
+        failing = local_stack.ready.signed_session().put(url, data="x", timeout=10)
         assert (failing.status_code, failing.json()) == (503, {"error": "EndpointConnectionError"})
         local_stack.set_faults([FaultRule(mode="throttle", function="ItemsFunction")])
-        throttled = requests.put(url, data="x", timeout=10).json()
+        throttled = local_stack.ready.signed_session().put(url, data="x", timeout=10).json()
         assert throttled == {"error": "ProvisionedThroughputExceededException"}
         _control(local_stack, "POST", "faults", [rule])
-        wait_until(lambda: requests.put(url, data="x", timeout=10).status_code == 200, timeout=10)
+        wait_until(
+            lambda: (
+                local_stack.ready.signed_session().put(url, data="x", timeout=10).status_code == 200
+            ),
+            timeout=10,
+        )
     finally:
         _control(local_stack, "DELETE", "faults")
 
@@ -244,7 +249,9 @@ def test_crash_fault_ends_the_worker_before_the_write(local_stack: LocalStack) -
     task_id = f"crash-{uuid.uuid4()}"
     local_stack.set_faults([FaultRule(mode="crash", function="ItemsFunction", service="dynamodb")])
     try:
-        response = requests.put(f"{local_stack.ready.api_url}/items/{task_id}", timeout=10)
+        response = local_stack.ready.signed_session().put(
+            f"{local_stack.ready.api_url}/items/{task_id}", timeout=10
+        )
         assert response.status_code == 500
     finally:
         local_stack.set_faults([])
@@ -256,7 +263,9 @@ def test_call_accounting_counts_writes_without_values(local_stack: LocalStack) -
     before = local_stack.calls_report()["last_sequence"]
     task_id = f"counted-{uuid.uuid4()}"
     token = "token-value-that-must-not-leak"
-    response = requests.put(f"{local_stack.ready.api_url}/items/{task_id}", data=token, timeout=10)
+    response = local_stack.ready.signed_session().put(
+        f"{local_stack.ready.api_url}/items/{task_id}", data=token, timeout=10
+    )
     assert response.status_code == 200
     report = _control(local_stack, "GET", f"calls?since={before}")
     writes = [call for call in report["calls"] if task_id in call["task_ids"]]
