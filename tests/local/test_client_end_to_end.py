@@ -165,21 +165,22 @@ def test_a_task_submitted_with_the_2captcha_sdk_request_shape_is_protected_once_
     require_route(stack, "PUT", "/tasks/1")
     simulator.update_faults(pingback_drop_rate=1.0)
     pingback = client.pingback_url()
-    # What 2captcha-python's solver.recaptcha(sitekey=..., url=..., callback=...) posts to in.php.
+    # What 2captcha-python's solver.send(method=..., googlekey=..., url=..., callback=...) posts:
+    # a form to in.php, `url` renamed pageurl, `callback` renamed pingback, its soft_id, no json.
     answer = requests.post(
         f"{simulator.base_url}/in.php",
         data={
-            "key": simulator.api_key,
             "method": "userrecaptcha",
             "googlekey": SITEKEY,
             "pageurl": PAGE_URL,
             "pingback": pingback.url,
+            "key": simulator.api_key,
             "soft_id": "4580",
-            "json": "1",
         },
         timeout=30,
-    ).json()
-    task_id = str(answer["request"])
+    )
+    assert answer.text.startswith("OK|"), answer.text
+    task_id = answer.text[3:]
     assert client.register(task_id, pingback, "userrecaptcha", SITEKEY, PAGE_URL) == task_id
     assert client.register(task_id, pingback, "userrecaptcha", SITEKEY, PAGE_URL) == task_id
     with pytest.raises(ApiError) as conflict:

@@ -132,8 +132,10 @@ def test_task_show_hides_the_token_unless_asked(
 def test_dlq_peek_shows_messages_without_their_token_and_leaves_them(
     stack: LocalStack, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Replay keeps failing, so the message stays in the dead-letter queue between receives.
-    stack.set_faults([FaultRule(mode="unavailable", function="ReplayFunction", service="dynamodb")])
+    # Replay's only worker hangs on its write, so the message is visible again meanwhile.
+    stack.set_faults(
+        [FaultRule(mode="delay", function="ReplayFunction", service="dynamodb", delay_seconds=60)]
+    )
     try:
         body = {"kind": "result", "task_id": "31337", "code": TOKEN, "reason": "test"}
         stack.ready.aws_client("sqs").send_message(

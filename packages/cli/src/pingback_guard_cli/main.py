@@ -77,7 +77,12 @@ def cli(
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 @click.pass_obj
 def status_command(context: Context, as_json: bool) -> None:
-    """Queues, alarms in ALARM, PENDING/due tasks and the last hour's counts."""
+    """Queues, alarms, PENDING/due tasks, last hour.
+
+    Depth and oldest-message age of the dead-letter and parking queues, alarms in ALARM,
+    PENDING and due counts from the due index (Query, never Scan) and the last hour's
+    recovered/expired/conflict/503 counts from CloudWatch.
+    """
     found = status.read_status(context.aws, context.stack)
     if as_json:
         click.echo(json.dumps(found.to_json(), indent=2))
@@ -116,7 +121,10 @@ def task_group() -> None:
 @click.option("--show-token", is_flag=True, help="Print the token (it is a credential: take care).")
 @click.pass_obj
 def task_show(context: Context, task_id: str, show_token: bool) -> None:
-    """The task as the table holds it; the token is hidden unless --show-token."""
+    """The task as the table holds it (token hidden).
+
+    The token is shown only with --show-token.
+    """
     record = tasks.task_record(context.aws, context.stack, task_id, show_token)
     table = Table("attribute", "value", title=f"task {task_id}")
     for name, value in record.items():
@@ -126,27 +134,36 @@ def task_show(context: Context, task_id: str, show_token: bool) -> None:
 
 @cli.group("dlq")
 def dlq_group() -> None:
-    """The dead-letter queue (results the table did not take; drained by ReplayFunction)."""
+    """The dead-letter queue.
+
+    Results the table did not take; ReplayFunction drains it.
+    """
 
 
 @dlq_group.command("peek")
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 100))
 @click.pass_obj
 def dlq_peek(context: Context, limit: int) -> None:
-    """Show messages without consuming them (tokens are never shown)."""
+    """Show messages without consuming them.
+
+    Tokens are never shown. A peek counts as a receive toward MaxReceiveCount.
+    """
     _print_peek(queues.peek(context.aws, context.stack.output("DeadLetterQueueUrl"), limit))
 
 
 @cli.group("parking")
 def parking_group() -> None:
-    """The parking queue (dead letters that failed MaxReceiveCount replays)."""
+    """The parking queue.
+
+    Dead letters that failed MaxReceiveCount replays; alarmed, redriven by hand.
+    """
 
 
 @parking_group.command("peek")
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 100))
 @click.pass_obj
 def parking_peek(context: Context, limit: int) -> None:
-    """Show parked messages without consuming them (tokens are never shown)."""
+    """Show parked messages without consuming them (tokens never shown)."""
     _print_peek(queues.peek(context.aws, context.stack.output("ParkingQueueUrl"), limit))
 
 
@@ -154,7 +171,11 @@ def parking_peek(context: Context, limit: int) -> None:
 @click.option("--per-second", default=10, show_default=True, type=click.IntRange(1, 500))
 @click.pass_obj
 def parking_redrive(context: Context, per_second: int) -> None:
-    """Move parked messages back to the dead-letter queue, where replay takes them again."""
+    """Move parked messages back to the dead-letter queue.
+
+    Replay takes them again. On AWS an SQS message move task; where the endpoint lacks
+    StartMessageMoveTask (moto) a receive/send/delete move, and it says so.
+    """
     stack = context.stack
     done = queues.redrive(
         context.aws, stack.output("ParkingQueueUrl"), stack.output("DeadLetterQueueUrl"), per_second
@@ -175,7 +196,10 @@ def parking_redrive(context: Context, per_second: int) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_obj
 def parking_purge(context: Context, yes: bool) -> None:
-    """Delete every parked message (their results are lost unless the poller recovers them)."""
+    """Delete every parked message (asks first).
+
+    Their results are lost unless the poller recovers them from res.php.
+    """
     url = context.stack.output("ParkingQueueUrl")
     if not yes:
         click.confirm(
@@ -192,7 +216,10 @@ def secret_group() -> None:
 @secret_group.command("rotate")
 @click.pass_obj
 def secret_rotate(context: Context) -> None:
-    """New current secret; the old current one stays accepted as previous. Prints no secret."""
+    """New current secret, old one kept as previous.
+
+    The callback accepts both until the previous one is retired. Prints no secret.
+    """
     done = secret.rotate(context.aws, context.stack)
     replaced = " (the former previous one is no longer accepted)" if done.had_previous else ""
     click.echo(
@@ -239,7 +266,12 @@ def _when(name: str, value: Any) -> str:
 def run(argv: Sequence[str] | None = None, session: boto3.Session | None = None) -> int:
     """The console script; `session` lets tests give their own boto3 session."""
     try:
-        cli.main(args=list(argv) if argv is not None else None, obj=session, standalone_mode=False)
+        cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="pingback-guard",
+            obj=session,
+            standalone_mode=False,
+        )
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return int(ExitCode.FAILED)

@@ -91,8 +91,9 @@ def alarms_in_alarm(aws: Aws, stack_name: str) -> list[str]:
     paginator = aws.client("cloudwatch").get_paginator("describe_alarms")
     names: list[str] = []
     for page in paginator.paginate(AlarmNamePrefix=f"{stack_name}-", StateValue="ALARM"):
-        names.extend(alarm["AlarmName"] for alarm in page.get("MetricAlarms", []))
-        names.extend(alarm["AlarmName"] for alarm in page.get("CompositeAlarms", []))
+        alarms = [*page.get("MetricAlarms", []), *page.get("CompositeAlarms", [])]
+        # Checked again here: some endpoints (moto) ignore StateValue next to a name prefix.
+        names.extend(alarm["AlarmName"] for alarm in alarms if alarm["StateValue"] == "ALARM")
     return sorted(names)
 
 
