@@ -11,16 +11,39 @@ import time
 from types import TracebackType
 from typing import Any
 
-from pingback_guard_client.client import Client, settled
+from botocore.credentials import Credentials
+
+from pingback_guard_client.client import Client, RetryPolicy, settled
 from pingback_guard_client.errors import WaitTimeout
 from pingback_guard_client.models import PingbackUrl, Solution, TaskView
 
 
 class AsyncClient:
-    """AsyncClient(api_url, ...) takes the same arguments as Client (or wraps one: client=...)."""
+    """AsyncClient(api_url) like Client(api_url), or AsyncClient(client=an_existing_client)."""
 
-    def __init__(self, *args: Any, client: Client | None = None, **kwargs: Any) -> None:
-        self._client = client or Client(*args, **kwargs)
+    def __init__(
+        self,
+        api_url: str | None = None,
+        region: str | None = None,
+        *,
+        credentials: Credentials | None = None,
+        retry: RetryPolicy | None = None,
+        poll_interval: float = 1.0,
+        timeout: float = 30.0,
+        client: Client | None = None,
+    ) -> None:
+        if client is None:
+            if api_url is None:
+                raise TypeError("AsyncClient needs api_url or client")
+            client = Client(
+                api_url,
+                region,
+                credentials=credentials,
+                retry=retry,
+                poll_interval=poll_interval,
+                timeout=timeout,
+            )
+        self._client = client
 
     async def __aenter__(self) -> AsyncClient:
         return self
