@@ -1,1 +1,0 @@
-"""Operator CLI of a pingback-guard stack (console script `pingback-guard`)."""

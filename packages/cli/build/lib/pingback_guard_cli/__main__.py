@@ -1,3 +1,0 @@
-from pingback_guard_cli.main import run
-
-raise SystemExit(run())
