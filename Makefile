@@ -39,7 +39,7 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 unit: $(STAMP)
-	$(VENV)/bin/pytest -q tests/unit tests/client
+	$(VENV)/bin/pytest -q tests/unit tests/client tests/cli
 
 integration: $(STAMP)
 	$(VENV)/bin/pytest -q tests/integration
