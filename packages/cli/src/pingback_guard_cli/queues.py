@@ -12,6 +12,8 @@ from pingback_guard_cli.stack import Aws
 
 # Message fields an operator may see; `code` and `request` carry tokens and provider input.
 _SHOWN_FIELDS = ("kind", "task_id", "source", "reason", "received_at", "submitted_at")
+# An endpoint without the action; moto answers it with a bare HTML 500, which botocore reports as
+# code "500" (AWS's own server errors carry a real code such as InternalError).
 _MISSING_OPERATION_CODES = frozenset(
     {"InvalidAction", "NotImplemented", "UnknownOperation", "UnknownOperationException", "500"}
 )
