@@ -111,6 +111,17 @@ def test_wait_polls_about_every_second_until_solved() -> None:
     assert solution.age_at(now + 2) == 5.0 and "03AG" not in repr(solution)
 
 
+def test_wait_rides_out_an_outage_of_the_stack_until_its_deadline() -> None:
+    now = FakeClock().now
+    outage = [HttpAnswer(503, {"error": "task store unavailable; try again"})] * 3
+    client, transport, _ = client_with(*outage, view(), solved(now + 10))
+    assert client.wait("42", timeout=60).token == "03AGdBq2-token"
+    assert len(transport.requests) == 5
+    down, _, _ = client_with(*outage * 10)
+    with pytest.raises(ServiceUnavailable):
+        down.wait("42", timeout=5)
+
+
 def test_wait_gives_up_after_its_timeout() -> None:
     client, transport, _ = client_with(*[view()] * 10)
     with pytest.raises(WaitTimeout) as raised:

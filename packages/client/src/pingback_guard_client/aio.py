@@ -14,7 +14,7 @@ from typing import Any
 from botocore.credentials import Credentials
 
 from pingback_guard_client.client import Client, RetryPolicy, settled
-from pingback_guard_client.errors import WaitTimeout
+from pingback_guard_client.errors import ServiceUnavailable, WaitTimeout
 from pingback_guard_client.models import PingbackUrl, Solution, TaskView
 
 
@@ -68,7 +68,12 @@ class AsyncClient:
     async def wait(self, task_id: str, timeout: float = 120.0) -> Solution:
         deadline = time.monotonic() + timeout
         while True:
-            solution = settled(await self.task(task_id), time.time())
+            try:
+                solution = settled(await self.task(task_id), time.time())
+            except ServiceUnavailable:
+                if time.monotonic() >= deadline:
+                    raise
+                solution = None
             if solution is not None:
                 return solution
             remaining = deadline - time.monotonic()

@@ -110,10 +110,18 @@ class Client:
         return TaskView.from_json(self._expect(answer, 200))
 
     def wait(self, task_id: str, timeout: float = 120.0) -> Solution:
-        """Poll the task about every poll_interval seconds until it is final or timeout passes."""
+        """Poll the task about every poll_interval seconds until it is final or timeout passes.
+
+        An outage of the stack is waited out until the deadline (then ServiceUnavailable).
+        """
         deadline = self._clock() + timeout
         while True:
-            solution = settled(self.task(task_id), self._clock())
+            try:
+                solution = settled(self.task(task_id), self._clock())
+            except ServiceUnavailable:
+                if self._clock() >= deadline:
+                    raise
+                solution = None
             if solution is not None:
                 return solution
             remaining = deadline - self._clock()
