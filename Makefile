@@ -19,11 +19,14 @@ help:
 	@echo "make test   - lint, type checks, template checks and every test suite"
 	@echo "make bench  - benchmarks (bench/results.json + Markdown table)"
 
-$(STAMP): requirements-dev.txt functions/requirements.txt
+PACKAGES := packages/client packages/cli
+
+$(STAMP): requirements-dev.txt functions/requirements.txt $(addsuffix /pyproject.toml,$(PACKAGES))
 	@test -n "$(PYTHON312)" || { echo "python3.12 not found (the Lambda runtime's version)"; exit 1; }
 	$(PYTHON312) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-dev.txt
+	$(PY) -m pip install -q $(addprefix -e ,$(PACKAGES))
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -45,7 +48,7 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 unit: $(STAMP)
-	$(VENV)/bin/pytest -q tests/unit
+	$(VENV)/bin/pytest -q tests/unit tests/client tests/cli
 
 integration: $(STAMP) $(DDB_LOCAL_STAMP)
 	$(VENV)/bin/pytest -q tests/integration

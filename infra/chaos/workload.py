@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import requests
 
+from infra.local.signing import local_signed_session
+
 SITEKEY = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-"
 PAGE_URL = "https://www.google.com/recaptcha/api2/demo"
 SUBMIT_THREADS = 8
@@ -41,7 +43,7 @@ def submit_via_api(api_url: str) -> Callable[[SubmitLog], None]:
 
     A 503 is not retried: it may carry the id of a task the provider already accepted.
     """
-    session = requests.Session()
+    session = local_signed_session()
 
     def submit(log: SubmitLog) -> None:
         give_up = time.monotonic() + SUBMIT_PATIENCE_SECONDS

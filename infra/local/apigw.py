@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from infra.local.aws import LOCAL_PRINCIPALS, LocalPrincipal
 from infra.local.sources import HttpRoute
 
 MAX_BODY_BYTES = 10 * 1024 * 1024
@@ -105,10 +106,18 @@ def _match_path(template: Sequence[str], segments: Sequence[str]) -> dict[str, s
 class ApiContext:
     account_id: str
     stage: str = "$default"
+    region: str = "us-east-1"
+    principals: Mapping[str, LocalPrincipal] = field(default_factory=lambda: LOCAL_PRINCIPALS)
+    """The callers IAM-authorised routes accept, by access key."""
 
 
-def build_event(request: HttpRequest, matched: RouteMatch, api: ApiContext) -> dict[str, Any]:
-    """The payload format 2.0 event API Gateway sends for this request."""
+def build_event(
+    request: HttpRequest,
+    matched: RouteMatch,
+    api: ApiContext,
+    caller: LocalPrincipal | None = None,
+) -> dict[str, Any]:
+    """The payload format 2.0 event API Gateway sends for this request (caller: SigV4-verified)."""
     headers = _joined_headers(request)
     cookies = [cookie.strip() for cookie in headers.pop("cookie", "").split(";") if cookie.strip()]
     now = time.time()
@@ -146,8 +155,8 @@ def build_event(request: HttpRequest, matched: RouteMatch, api: ApiContext) -> d
         event["queryStringParameters"] = query
     if matched.path_parameters:
         event["pathParameters"] = matched.path_parameters
-    if matched.route.iam_auth:
-        event["requestContext"]["authorizer"] = {"iam": _iam_identity(headers, api.account_id)}
+    if caller is not None:
+        event["requestContext"]["authorizer"] = {"iam": _iam_identity(caller, api.account_id)}
     if request.body:
         event.update(_body_fields(request.body, headers.get("content-type", "")))
     return event
@@ -184,16 +193,15 @@ def _body_fields(body: bytes, content_type: str) -> dict[str, Any]:
     return {"body": base64.b64encode(body).decode(), "isBase64Encoded": True}
 
 
-def _iam_identity(headers: Mapping[str, str], account_id: str) -> dict[str, Any]:
-    """The caller named in the SigV4 header; the signature itself is not verified locally."""
-    credential = re.search(r"Credential=([^/,\s]+)", headers.get("authorization", ""))
+def _iam_identity(caller: LocalPrincipal, account_id: str) -> dict[str, Any]:
+    """requestContext.authorizer.iam of payload format 2.0 for an IAM user."""
     return {
-        "accessKey": credential.group(1) if credential else "",
+        "accessKey": caller.access_key,
         "accountId": account_id,
-        "callerId": account_id,
+        "callerId": caller.user_id,
         "principalOrgId": None,
-        "userArn": f"arn:aws:iam::{account_id}:user/local",
-        "userId": account_id,
+        "userArn": caller.user_arn,
+        "userId": caller.user_id,
         "cognitoIdentity": None,
     }
 

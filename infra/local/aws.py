@@ -13,6 +13,35 @@ FAKE_CREDENTIALS = {
     "AWS_SECRET_ACCESS_KEY": "testing",
     "AWS_SESSION_TOKEN": "testing",
 }
+
+
+@dataclass(frozen=True)
+class LocalPrincipal:
+    """A caller the local gateway recognises by its SigV4 access key (IAM-authorised routes)."""
+
+    access_key: str
+    secret_key: str
+    session_token: str | None
+    user_arn: str
+    user_id: str
+
+
+WORKER = LocalPrincipal(
+    access_key=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+    secret_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+    session_token=FAKE_CREDENTIALS["AWS_SESSION_TOKEN"],
+    user_arn=f"arn:aws:iam::{ACCOUNT_ID}:user/local",
+    user_id="AIDALOCALWORKER000001",
+)
+OTHER_WORKER = LocalPrincipal(
+    access_key="testing-other",
+    secret_key="testing-other-secret",  # noqa: S106 (a fake local credential)
+    session_token=None,
+    user_arn=f"arn:aws:iam::{ACCOUNT_ID}:user/local-other",
+    user_id="AIDALOCALOTHER0000002",
+)
+"""A second caller, for tests of what one principal may see of another's tasks."""
+LOCAL_PRINCIPALS = {principal.access_key: principal for principal in (WORKER, OTHER_WORKER)}
 _CLIENT_CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=32)
 
 

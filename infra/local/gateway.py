@@ -1,7 +1,7 @@
 """The local HTTP API: every route the template declares, served on 127.0.0.1.
 
 It can be taken down and brought back at runtime; while down its port refuses connections.
-IAM-authorised routes accept any request: SigV4 signatures are not verified locally.
+IAM-authorised routes verify the SigV4 signature against the local principals (403 otherwise).
 """
 
 import threading
@@ -20,10 +20,13 @@ from infra.local.apigw import (
     HttpResponse,
     RouteTable,
     build_event,
+    json_response,
     map_result,
 )
+from infra.local.aws import LocalPrincipal
 from infra.local.http_server import LOCALHOST, LocalHttpServer, QuietHandler
 from infra.local.pool import Invocation, PoolClosed
+from infra.local.sigv4 import Denied, SignedRequest, verify
 
 Invoker = Callable[[str, Any], Invocation]
 
@@ -64,7 +67,14 @@ class HttpGateway:
         matched = self._routes.match(request.method, request.raw_path)
         if matched is None:
             return NOT_FOUND, None
-        event = build_event(request, matched, self._api)
+        caller: LocalPrincipal | None = None
+        if matched.route.iam_auth:
+            verified = self._caller(request)
+            if isinstance(verified, Denied):
+                self._log_line(f"{matched.route.route_key} 403 (SigV4: {verified.message})")
+                return json_response(403, {"message": verified.message}), None
+            caller = verified
+        event = build_event(request, matched, self._api, caller)
         request_id = event["requestContext"]["requestId"]
         started = time.monotonic()
         try:
@@ -76,6 +86,21 @@ class HttpGateway:
             matched.route.route_key, matched.route.function, response.status, started, invocation
         )
         return response, request_id
+
+    def _caller(self, request: HttpRequest) -> LocalPrincipal | Denied:
+        headers: dict[str, str] = {}
+        for name, value in request.headers:
+            key = name.lower()
+            headers[key] = f"{headers[key]},{value}" if key in headers else value
+        signed = SignedRequest(
+            method=request.method,
+            host=headers.get("host", request.domain_name),
+            raw_path=request.raw_path,
+            raw_query=request.raw_query,
+            headers=headers,
+            body=request.body,
+        )
+        return verify(signed, self._api.principals, self._api.region, time.time())
 
     def _log_access(
         self,
@@ -89,11 +114,11 @@ class HttpGateway:
         error = (
             "" if invocation.ok else f" {invocation.error and invocation.error.get('errorType')}"
         )
-        line = (
-            # The route key, like the template's access log: the raw path carries the secret.
-            f"{time.strftime('%H:%M:%S')} {route_key} -> {function} "
-            f"{status} {elapsed_ms:.0f}ms{error}\n"
-        )
+        # The route key, like the template's access log: the raw path carries the secret.
+        self._log_line(f"{route_key} -> {function} {status} {elapsed_ms:.0f}ms{error}")
+
+    def _log_line(self, text: str) -> None:
+        line = f"{time.strftime('%H:%M:%S')} {text}\n"
         with self._log_lock:
             self._access_log.write(line)
             self._access_log.flush()

@@ -1,7 +1,7 @@
 """The local stack: moto, the template's resources, function workers, gateway, triggers, control.
 
 with LocalStack(LocalOptions(template=Path("template.yaml"))) as stack:
-    requests.get(stack.ready.api_url + "/tasks/abc")
+    stack.ready.signed_session().get(stack.ready.api_url + "/tasks/abc")
 """
 
 import logging
@@ -14,8 +14,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+import requests
+
 from infra.local.apigw import ApiContext, RouteTable
-from infra.local.aws import ACCOUNT_ID, AwsEndpoint
+from infra.local.aws import ACCOUNT_ID, WORKER, AwsEndpoint, LocalPrincipal
 from infra.local.calls import CallLog
 from infra.local.control import UnknownFunction, control_server
 from infra.local.deploy import DeployedStack, deploy_stack
@@ -92,6 +94,13 @@ class ReadyInfo:
     def aws_client(self, service: str) -> Any:
         """A boto3 client of this stack's moto server (fake credentials, the stack's region)."""
         return AwsEndpoint(self.aws_endpoint_url, self.region).client(service)
+
+    def signed_session(self, principal: LocalPrincipal = WORKER) -> requests.Session:
+        """A requests session signing (SigV4) as `principal`, for the gateway's IAM routes."""
+        # Imported here: function workers import this package and never have the client on path.
+        from infra.local.signing import local_signed_session
+
+        return local_signed_session(self.region, principal)
 
     def to_json(self) -> dict[str, Any]:
         """The ready line: these fields, plus every resolved template output at the top level."""
@@ -287,7 +296,7 @@ class LocalStack:
         self._gateway = HttpGateway(
             RouteTable(routes),
             self.invoke,
-            ApiContext(ACCOUNT_ID),
+            ApiContext(ACCOUNT_ID, region=self.options.region),
             self.options.api_port,
             self._access_log,
         )

@@ -9,13 +9,17 @@ from typing import Any
 
 import pytest
 import requests
+from botocore.credentials import Credentials
 
 from infra.local import FaultRule, LocalStack
+from infra.local.aws import ACCOUNT_ID, OTHER_WORKER, WORKER
+from pingback_guard_client.signing import SigV4RequestAuth
 from tests.local.support import LEAK_SENTINEL, PROVIDER_API_KEY, wait_until
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(180)]
 
 Aws = Callable[[str], Any]
+WRONG_KEY = Credentials(WORKER.access_key, "not-the-secret-key", WORKER.session_token)
 
 
 def _echo(stack: LocalStack, query: str = "", **kwargs: Any) -> dict[str, Any]:
@@ -104,10 +108,18 @@ def test_bodies_are_encoded_as_api_gateway_does(local_stack: LocalStack) -> None
     assert base64.b64decode(form["body"]) == b"id=1&code=t"
 
 
-def test_iam_routes_accept_unsigned_requests(local_stack: LocalStack) -> None:
-    response = requests.get(f"{local_stack.ready.api_url}/shaped", timeout=10)
-    assert response.status_code == 200
-    assert "iam" in response.json()["event"]["requestContext"]["authorizer"]
+def test_iam_routes_verify_sigv4_and_pass_the_caller_on(local_stack: LocalStack) -> None:
+    url = f"{local_stack.ready.api_url}/shaped"
+    unsigned = requests.get(url, timeout=10)
+    assert (unsigned.status_code, unsigned.json()) == (403, {"message": "Forbidden"})
+    wrongly_signed = requests.get(url, timeout=10, auth=SigV4RequestAuth("us-east-1", WRONG_KEY))
+    assert wrongly_signed.status_code == 403
+    for principal in (WORKER, OTHER_WORKER):
+        response = local_stack.ready.signed_session(principal).get(url, timeout=10)
+        assert response.status_code == 200
+        iam = response.json()["event"]["requestContext"]["authorizer"]["iam"]
+        assert (iam["accessKey"], iam["userArn"]) == (principal.access_key, principal.user_arn)
+        assert iam["accountId"] == ACCOUNT_ID and iam["userId"] == iam["callerId"] != ""
 
 
 def test_results_and_errors_map_like_api_gateway(local_stack: LocalStack) -> None:
@@ -217,13 +229,18 @@ def test_fault_rule_fails_dynamodb_inside_the_worker_until_it_expires(
     }
     _control(local_stack, "POST", "faults", [rule])
     try:
-        failing = requests.put(url, data="x", timeout=10)
+        failing = local_stack.ready.signed_session().put(url, data="x", timeout=10)
         assert (failing.status_code, failing.json()) == (503, {"error": "EndpointConnectionError"})
         local_stack.set_faults([FaultRule(mode="throttle", function="ItemsFunction")])
-        throttled = requests.put(url, data="x", timeout=10).json()
+        throttled = local_stack.ready.signed_session().put(url, data="x", timeout=10).json()
         assert throttled == {"error": "ProvisionedThroughputExceededException"}
         _control(local_stack, "POST", "faults", [rule])
-        wait_until(lambda: requests.put(url, data="x", timeout=10).status_code == 200, timeout=10)
+        wait_until(
+            lambda: (
+                local_stack.ready.signed_session().put(url, data="x", timeout=10).status_code == 200
+            ),
+            timeout=10,
+        )
     finally:
         _control(local_stack, "DELETE", "faults")
 
@@ -232,7 +249,9 @@ def test_crash_fault_ends_the_worker_before_the_write(local_stack: LocalStack) -
     task_id = f"crash-{uuid.uuid4()}"
     local_stack.set_faults([FaultRule(mode="crash", function="ItemsFunction", service="dynamodb")])
     try:
-        response = requests.put(f"{local_stack.ready.api_url}/items/{task_id}", timeout=10)
+        response = local_stack.ready.signed_session().put(
+            f"{local_stack.ready.api_url}/items/{task_id}", timeout=10
+        )
         assert response.status_code == 500
     finally:
         local_stack.set_faults([])
@@ -244,7 +263,9 @@ def test_call_accounting_counts_writes_without_values(local_stack: LocalStack) -
     before = local_stack.calls_report()["last_sequence"]
     task_id = f"counted-{uuid.uuid4()}"
     token = "token-value-that-must-not-leak"
-    response = requests.put(f"{local_stack.ready.api_url}/items/{task_id}", data=token, timeout=10)
+    response = local_stack.ready.signed_session().put(
+        f"{local_stack.ready.api_url}/items/{task_id}", data=token, timeout=10
+    )
     assert response.status_code == 200
     report = _control(local_stack, "GET", f"calls?since={before}")
     writes = [call for call in report["calls"] if task_id in call["task_ids"]]

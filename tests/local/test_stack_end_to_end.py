@@ -67,14 +67,19 @@ def calm(stack: LocalStack, simulator: Simulator) -> Iterator[None]:
     simulator.update_faults(pingback_drop_rate=0.0)
 
 
+def worker(stack: LocalStack) -> requests.Session:
+    """A session signing like a worker: /tasks routes verify SigV4."""
+    return stack.ready.signed_session()
+
+
 def submit(stack: LocalStack) -> str:
-    answer = requests.post(f"{stack.ready.api_url}/tasks", json=TASK, timeout=30)
+    answer = worker(stack).post(f"{stack.ready.api_url}/tasks", json=TASK, timeout=30)
     assert answer.status_code == 202, answer.text
     return str(answer.json()["task_id"])
 
 
 def task_view(stack: LocalStack, task_id: str) -> dict[str, Any]:
-    answer = requests.get(f"{stack.ready.api_url}/tasks/{task_id}", timeout=30)
+    answer = worker(stack).get(f"{stack.ready.api_url}/tasks/{task_id}", timeout=30)
     return dict(answer.json()) if answer.status_code == 200 else {}
 
 

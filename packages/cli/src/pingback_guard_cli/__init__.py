@@ -1,0 +1,1 @@
+"""Operator CLI of a pingback-guard stack (console script `pingback-guard`)."""

@@ -1,0 +1,3 @@
+from pingback_guard_cli.main import run
+
+raise SystemExit(run())

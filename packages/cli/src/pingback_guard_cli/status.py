@@ -1,0 +1,168 @@
+"""`status`: is anything wrong? Queues, alarms, the due index and the last hour's metrics."""
+
+from __future__ import annotations
+
+import datetime
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pingback_guard_cli.stack import DUE_INDEX, METRICS_NAMESPACE, METRICS_SERVICE, Aws, Stack
+
+# Metric names of docs/architecture.md, grouped as the operator reads them.
+HOURLY_METRICS = {
+    "recovered": ("PollRecovered",),
+    "expired": ("TaskExpired",),
+    "conflict": ("CallbackConflict", "ReplayConflict", "PollConflict"),
+    "503": ("CallbackUnavailable", "SubmitNotRecorded"),
+}
+_QUEUE_OUTPUTS = {"dead-letter": "DeadLetterQueueUrl", "parking": "ParkingQueueUrl"}
+
+
+@dataclass(frozen=True)
+class QueueState:
+    name: str
+    visible: int
+    in_flight: int
+    oldest_age_seconds: float | None
+    """From CloudWatch (AWS/SQS ApproximateAgeOfOldestMessage); None where there is no datapoint."""
+
+
+@dataclass(frozen=True)
+class Status:
+    stack: str
+    queues: list[QueueState]
+    alarms_in_alarm: list[str]
+    pending: int
+    due: int
+    last_hour: dict[str, float]
+
+    @property
+    def healthy(self) -> bool:
+        return not self.alarms_in_alarm and not any(q.visible for q in self.queues)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "healthy": self.healthy}
+
+
+def read_status(aws: Aws, stack: Stack, now: float | None = None) -> Status:
+    now = time.time() if now is None else now
+    pending, due = due_counts(aws, stack, now)
+    return Status(
+        stack=stack.name,
+        queues=[
+            queue_state(aws, name, stack.output(key), now) for name, key in _QUEUE_OUTPUTS.items()
+        ],
+        alarms_in_alarm=alarms_in_alarm(aws, stack.name),
+        pending=pending,
+        due=due,
+        last_hour=hourly_counts(aws, now),
+    )
+
+
+def queue_state(aws: Aws, name: str, queue_url: str, now: float) -> QueueState:
+    attributes = aws.client("sqs").get_queue_attributes(
+        QueueUrl=queue_url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return QueueState(
+        name=name,
+        visible=int(attributes.get("ApproximateNumberOfMessages", 0)),
+        in_flight=int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
+        oldest_age_seconds=_oldest_age(aws, queue_url.rsplit("/", 1)[-1], now),
+    )
+
+
+def _oldest_age(aws: Aws, queue_name: str, now: float) -> float | None:
+    answer = aws.client("cloudwatch").get_metric_statistics(
+        Namespace="AWS/SQS",
+        MetricName="ApproximateAgeOfOldestMessage",
+        Dimensions=[{"Name": "QueueName", "Value": queue_name}],
+        StartTime=_utc(now - 600),
+        EndTime=_utc(now),
+        Period=60,
+        Statistics=["Maximum"],
+    )
+    points = sorted(answer.get("Datapoints", []), key=lambda point: point["Timestamp"])
+    return float(points[-1]["Maximum"]) if points else None
+
+
+def alarms_in_alarm(aws: Aws, stack_name: str) -> list[str]:
+    paginator = aws.client("cloudwatch").get_paginator("describe_alarms")
+    names: list[str] = []
+    for page in paginator.paginate(AlarmNamePrefix=f"{stack_name}-", StateValue="ALARM"):
+        alarms = [*page.get("MetricAlarms", []), *page.get("CompositeAlarms", [])]
+        # Checked again here: some endpoints (moto) ignore StateValue next to a name prefix.
+        names.extend(alarm["AlarmName"] for alarm in alarms if alarm["StateValue"] == "ALARM")
+    return sorted(names)
+
+
+def due_counts(aws: Aws, stack: Stack, now: float) -> tuple[int, int]:
+    """PENDING and due-now tasks: a COUNT Query per shard of the sparse due index, never a Scan."""
+    client = aws.client("dynamodb")
+    table = stack.output("TasksTableName")
+    pending = due = 0
+    for shard in range(stack.due_shards):
+        pending += _count(client, table, "due_shard = :shard", {":shard": {"S": str(shard)}})
+        due += _count(
+            client,
+            table,
+            "due_shard = :shard AND due_at <= :now",
+            {":shard": {"S": str(shard)}, ":now": {"N": repr(now)}},
+        )
+    return pending, due
+
+
+def _count(client: Any, table: str, condition: str, values: dict[str, Any]) -> int:
+    request: dict[str, Any] = {
+        "TableName": table,
+        "IndexName": DUE_INDEX,
+        "Select": "COUNT",
+        "KeyConditionExpression": condition,
+        "ExpressionAttributeValues": values,
+    }
+    total = 0
+    while True:
+        page = client.query(**request)
+        total += int(page.get("Count", 0))
+        if "LastEvaluatedKey" not in page:
+            return total
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def hourly_counts(aws: Aws, now: float) -> dict[str, float]:
+    queries = [
+        {
+            "Id": f"m{index}",
+            "MetricStat": {
+                "Metric": {
+                    "Namespace": METRICS_NAMESPACE,
+                    "MetricName": metric,
+                    "Dimensions": [{"Name": "service", "Value": METRICS_SERVICE}],
+                },
+                "Period": 3600,
+                "Stat": "Sum",
+            },
+            "ReturnData": True,
+        }
+        for index, metric in enumerate(_all_metrics())
+    ]
+    answer = aws.client("cloudwatch").get_metric_data(
+        MetricDataQueries=queries, StartTime=_utc(now - 3600), EndTime=_utc(now)
+    )
+    metric_of = {query["Id"]: metric for query, metric in zip(queries, _all_metrics(), strict=True)}
+    by_metric = dict.fromkeys(_all_metrics(), 0.0)
+    for result in answer["MetricDataResults"]:
+        by_metric[metric_of[result["Id"]]] += sum(result.get("Values", []))
+    return {
+        label: float(sum(by_metric[metric] for metric in metrics))
+        for label, metrics in HOURLY_METRICS.items()
+    }
+
+
+def _all_metrics() -> list[str]:
+    return [metric for metrics in HOURLY_METRICS.values() for metric in metrics]
+
+
+def _utc(epoch: float) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(epoch, tz=datetime.UTC)

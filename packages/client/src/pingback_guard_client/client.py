@@ -1,0 +1,241 @@
+"""The synchronous worker client."""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import botocore.session
+from botocore.credentials import Credentials
+
+from pingback_guard_client.errors import (
+    ApiError,
+    CredentialsError,
+    PingbackGuardError,
+    ServiceUnavailable,
+    TaskNotFound,
+    TokenUnusable,
+    Unsolvable,
+    WaitTimeout,
+)
+from pingback_guard_client.models import SOLVED, PingbackUrl, Solution, TaskView
+from pingback_guard_client.signing import NoCredentials, signed_session
+from pingback_guard_client.transport import (
+    HttpAnswer,
+    RequestsTransport,
+    Transport,
+    TransportFailure,
+)
+
+_RETRIED_STATUSES = frozenset({429, 503})
+_EXECUTE_API_HOST = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """429 and 503 (and unanswered idempotent requests) are retried with capped jittered backoff."""
+
+    attempts: int = 5
+    base_seconds: float = 0.5
+    max_seconds: float = 8.0
+
+    def delay(self, retry: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(self.max_seconds, max(0.0, retry_after))
+        ceiling = min(self.max_seconds, self.base_seconds * 2.0**retry)
+        return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+
+class Client:
+    """A worker's view of one pingback-guard stack.
+
+    Client(api_url)  # SigV4 with the default AWS credential chain; region from the URL or config
+    """
+
+    def __init__(
+        self,
+        api_url: str,
+        region: str | None = None,
+        *,
+        credentials: Credentials | None = None,
+        transport: Transport | None = None,
+        retry: RetryPolicy | None = None,
+        poll_interval: float = 1.0,
+        timeout: float = 30.0,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._transport = transport or RequestsTransport(
+            api_url, signed_session(region or _region_of(api_url), credentials), timeout
+        )
+        self._retry = retry or RetryPolicy()
+        self.poll_interval = poll_interval
+        self._clock = clock
+        self._sleep = sleep
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._transport.close()
+
+    def submit(self, method: str, sitekey: str, page_url: str, **extras: Any) -> str:
+        """Submit a CAPTCHA through the stack (in.php with a per-task pingback); its task id."""
+        body = {"method": method, "sitekey": sitekey, "page_url": page_url, "extras": extras}
+        answer = self._call("POST", "/tasks", body, resend_unanswered=False)
+        if answer.status == 503 and _field(answer, "task_id"):
+            # The provider took the task but the stack could not record it: never submit twice.
+            raise ServiceUnavailable(
+                "accepted by the provider but not recorded", task_id=_field(answer, "task_id")
+            )
+        return str(self._expect(answer, 202, 200)["task_id"])
+
+    def task(self, task_id: str) -> TaskView:
+        """The task as the stack sees it now (for an overdue task the stack asks res.php first)."""
+        answer = self._call("GET", f"/tasks/{_quoted(task_id)}", None)
+        return TaskView.from_json(self._expect(answer, 200))
+
+    def wait(self, task_id: str, timeout: float = 120.0) -> Solution:
+        """Poll the task about every poll_interval seconds until it is final or timeout passes.
+
+        An outage of the stack is waited out until the deadline (then ServiceUnavailable).
+        """
+        deadline = self._clock() + timeout
+        while True:
+            try:
+                solution = settled(self.task(task_id), self._clock())
+            except ServiceUnavailable:
+                if self._clock() >= deadline:
+                    raise
+                solution = None
+            if solution is not None:
+                return solution
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                raise WaitTimeout(task_id, timeout)
+            self._sleep(min(self.poll_interval, remaining))
+
+    def solve(
+        self, method: str, sitekey: str, page_url: str, timeout: float = 180.0, **extras: Any
+    ) -> Solution:
+        """submit() then wait(): the token with its age and usable_until."""
+        return self.wait(self.submit(method, sitekey, page_url, **extras), timeout)
+
+    def report(self, task_id: str, correct: bool) -> str:
+        """Tell the provider (through the stack) whether the token worked: "good" or "bad"."""
+        answer = self._call("POST", f"/tasks/{_quoted(task_id)}/report", {"correct": correct})
+        return str(self._expect(answer, 200)["reported"])
+
+    def pingback_url(self) -> PingbackUrl:
+        """A fresh per-task pingback URL, for a task the worker submits to the provider itself."""
+        document = self._expect(self._call("POST", "/pingback-urls", {}), 201, 200)
+        expires_at = document.get("expires_at")
+        return PingbackUrl(
+            str(document["pingback_url"]), None if expires_at is None else float(expires_at)
+        )
+
+    def register(
+        self,
+        task_id: str,
+        pingback_url: str | PingbackUrl,
+        method: str,
+        sitekey: str,
+        page_url: str,
+        **extras: Any,
+    ) -> str:
+        """Put a task submitted elsewhere (with `pingback_url`) under the stack's protection."""
+        url = pingback_url.url if isinstance(pingback_url, PingbackUrl) else pingback_url
+        body = {
+            "pingback_url": url,
+            "method": method,
+            "sitekey": sitekey,
+            "page_url": page_url,
+            "extras": extras,
+        }
+        answer = self._call("PUT", f"/tasks/{_quoted(task_id)}", body)
+        return str(self._expect(answer, 201, 200)["task_id"])
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None,
+        resend_unanswered: bool = True,
+    ) -> HttpAnswer:
+        for retry in range(self._retry.attempts):
+            last = retry == self._retry.attempts - 1
+            try:
+                answer = self._transport.request(method, path, body)
+            except TransportFailure as failure:
+                if last or (failure.sent and not resend_unanswered):
+                    raise ServiceUnavailable(f"{method} {path}: no answer ({failure})") from None
+                self._sleep(self._retry.delay(retry, None))
+                continue
+            except NoCredentials as error:
+                raise CredentialsError(str(error)) from None
+            if answer.status not in _RETRIED_STATUSES or last or _field(answer, "task_id"):
+                return answer
+            self._sleep(self._retry.delay(retry, answer.retry_after))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _expect(self, answer: HttpAnswer, *ok: int) -> dict[str, Any]:
+        if answer.status in ok and isinstance(answer.body, dict):
+            return answer.body
+        raise _error_of(answer)
+
+
+def settled(view: TaskView, now: float) -> Solution | None:
+    """A final task's solution, None while PENDING; raises for a task without a usable token."""
+    if not view.is_final:
+        return None
+    if view.status != SOLVED or view.solution is None:
+        raise Unsolvable(view.task_id, view.status, view.error)
+    solution = Solution.from_view(view)
+    if view.usable is False or not solution.usable_at(now):
+        raise TokenUnusable(view.task_id, view.usable_until)
+    return solution
+
+
+def _error_of(answer: HttpAnswer) -> PingbackGuardError:
+    body = answer.body if isinstance(answer.body, dict) else {}
+    code = str(body.get("error") or body.get("message") or f"http_{answer.status}")
+    reason = body.get("reason")
+    if answer.status in _RETRIED_STATUSES or answer.status >= 500:
+        return ServiceUnavailable(f"HTTP {answer.status} {code}")
+    if answer.status == 403:
+        return CredentialsError(f"HTTP 403: {code}")
+    if answer.status == 404:
+        return TaskNotFound(404, code, reason if isinstance(reason, str) else None)
+    return ApiError(answer.status, code, reason if isinstance(reason, str) else None)
+
+
+def _field(answer: HttpAnswer, name: str) -> Any:
+    return answer.body.get(name) if isinstance(answer.body, dict) else None
+
+
+def _quoted(task_id: str) -> str:
+    return urllib.parse.quote(task_id, safe="")
+
+
+def _region_of(api_url: str) -> str:
+    found = _EXECUTE_API_HOST.search(api_url)
+    if found:
+        return found.group(1)
+    region = botocore.session.Session().get_config_variable("region")
+    if not region:
+        raise CredentialsError("no AWS region: pass region= or set AWS_REGION")
+    return str(region)
