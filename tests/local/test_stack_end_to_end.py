@@ -202,5 +202,6 @@ def test_one_tasks_pingback_url_decides_no_other_task_and_no_future_task(
     # An id nobody registered keeps the forged code only provisionally, and no worker sees it.
     unregistered = next(task_id for task_id in future_ids if task_id != task_c)
     assert (
-        requests.get(f"{stack.ready.api_url}/tasks/{unregistered}", timeout=30).status_code == 404
+        worker(stack).get(f"{stack.ready.api_url}/tasks/{unregistered}", timeout=30).status_code
+        == 404
     )
