@@ -15,21 +15,27 @@ from pingback_guard.domain.errors import DeadLetterError, StoreUnavailableError
 from pingback_guard.domain.task import (
     DueTask,
     NewTask,
+    ReportClaim,
+    ReportVerdict,
     StoreOutcome,
     SubmissionOutcome,
     Task,
     TaskResult,
     TaskStatus,
+    TokenLifetimes,
 )
 from pingback_guard.provider.answers import ProviderAnswer, classify
 from pingback_guard.queue.dead_letter import DeadLetter
 
 
 class InMemoryTaskStore:
-    def __init__(self) -> None:
+    def __init__(self, lifetimes: TokenLifetimes | None = None) -> None:
         self.tasks: dict[str, Task] = {}
         self.fail_next: list[Exception] = []
         self.writes = 0
+        self.lifetimes = lifetimes or TokenLifetimes()
+        self.token_lifetime_seconds: dict[str, float] = {}
+        self.report_leases: dict[str, float] = {}
         self._lock = threading.Lock()
 
     def _maybe_fail(self) -> None:
@@ -41,6 +47,9 @@ class InMemoryTaskStore:
             self._maybe_fail()
             self.writes += 1
             existing = self.tasks.get(task.task_id)
+            if existing is None:
+                lifetime = self.lifetimes.for_method(task.request.method)
+                self.token_lifetime_seconds[task.task_id] = lifetime
             if existing is not None:
                 self.tasks[task.task_id] = replace(
                     existing, request=task.request, submitted_at=task.submitted_at
@@ -68,17 +77,18 @@ class InMemoryTaskStore:
             if existing is not None and existing.solution is not None:
                 same = existing.solution == result.code
                 return StoreOutcome.DUPLICATE if same else StoreOutcome.CONFLICT
-            self.tasks[result.task_id] = Task(
-                result.task_id,
-                TaskStatus.SOLVED,
-                existing.request if existing else None,
-                existing.submitted_at if existing else None,
-                result.received_at,
-                result.code,
-                result.delivered_via,
-                None,
-                existing.poll_attempts if existing else 0,
-                None,
+            lifetime = self.token_lifetime_seconds.get(result.task_id, self.lifetimes.shortest)
+            finished = result.finished_at_earliest
+            self.tasks[result.task_id] = replace(
+                existing or _bare_task(result.task_id),
+                status=TaskStatus.SOLVED,
+                received_at=result.received_at,
+                solution=result.code,
+                delivered_via=result.delivered_via,
+                error=None,
+                due_at=None,
+                finished_after=finished,
+                usable_until=lifetime + finished,
             )
             return StoreOutcome.STORED
 
@@ -129,6 +139,76 @@ class InMemoryTaskStore:
             self.tasks[task_id] = replace(task, due_at=due_at, poll_attempts=poll_attempts)
             return True
 
+    def claim_read_through(self, task_id: str, now: float, interval_seconds: float) -> bool:
+        with self._lock:
+            self._maybe_fail()
+            task = self.tasks.get(task_id)
+            if task is None or task.status is not TaskStatus.PENDING:
+                return False
+            last = task.read_through_at
+            if last is not None and last > now - interval_seconds:
+                return False
+            self.tasks[task_id] = replace(task, read_through_at=now)
+            return True
+
+    def record_not_ready(self, task_id: str, checked_at: float) -> bool:
+        with self._lock:
+            self._maybe_fail()
+            task = self.tasks.get(task_id)
+            if task is None or task.status is not TaskStatus.PENDING:
+                return False
+            if task.last_checked_at is not None and task.last_checked_at >= checked_at:
+                return False
+            self.tasks[task_id] = replace(task, last_checked_at=checked_at)
+            return True
+
+    def claim_report(
+        self,
+        task_id: str,
+        verdict: ReportVerdict,
+        now: float,
+        window_start: float,
+        lease_seconds: float,
+    ) -> ReportClaim:
+        with self._lock:
+            self._maybe_fail()
+            task = self.tasks.get(task_id)
+            if task is None:
+                return ReportClaim.UNKNOWN_TASK
+            if task.solution is None:
+                return ReportClaim.NOT_SOLVED
+            lease = self.report_leases.get(task_id)
+            if task.reported is not None and (lease is None or lease >= now):
+                return ReportClaim.ALREADY_REPORTED
+            earliest = task.finished_at_earliest
+            if earliest is None or earliest < window_start:
+                return ReportClaim.WINDOW_CLOSED
+            self.tasks[task_id] = replace(task, reported=verdict, reported_at=now)
+            self.report_leases[task_id] = now + lease_seconds
+            return ReportClaim.CLAIMED
+
+    def confirm_report(self, task_id: str, claimed_at: float) -> bool:
+        with self._lock:
+            self._maybe_fail()
+            if not self._holds_lease(task_id, claimed_at):
+                return False
+            del self.report_leases[task_id]
+            return True
+
+    def release_report(self, task_id: str, claimed_at: float) -> bool:
+        with self._lock:
+            self._maybe_fail()
+            if not self._holds_lease(task_id, claimed_at):
+                return False
+            del self.report_leases[task_id]
+            self.tasks[task_id] = replace(self.tasks[task_id], reported=None, reported_at=None)
+            return True
+
+    def _holds_lease(self, task_id: str, claimed_at: float) -> bool:
+        task = self.tasks.get(task_id)
+        held = task is not None and task.reported_at == claimed_at
+        return held and task_id in self.report_leases
+
     def get(self, task_id: str) -> Task | None:
         self._maybe_fail()
         return self.tasks.get(task_id)
@@ -147,6 +227,11 @@ class InMemoryTaskStore:
             DueTask(t.task_id, t.due_at or 0.0, t.submitted_at or 0.0, t.poll_attempts)
             for t in due[:limit]
         ]
+
+
+def _bare_task(task_id: str) -> Task:
+    """A task the store has never seen (a result that beat its submission)."""
+    return Task(task_id, TaskStatus.SOLVED, None, None, None, None, None, None, 0, None)
 
 
 @dataclass
@@ -169,6 +254,8 @@ class FakeProvider:
     submitted: list[tuple[str, str]] = field(default_factory=list)
     requests: list[list[str]] = field(default_factory=list)
     failure: Callable[[], Exception] | None = None
+    report_failure: Callable[[], Exception] | None = None
+    reports: list[tuple[str, bool]] = field(default_factory=list)
 
     def submit(self, request: object, pingback_url: str) -> str:
         if self.failure:
@@ -185,7 +272,9 @@ class FakeProvider:
         return {tid: classify(self.answers.get(tid, "CAPCHA_NOT_READY")) for tid in task_ids}
 
     def report(self, task_id: str, *, good: bool) -> None:
-        return None
+        if self.report_failure:
+            raise self.report_failure()
+        self.reports.append((task_id, good))
 
     def balance(self) -> float:
         return 1.0

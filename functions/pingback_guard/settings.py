@@ -6,10 +6,11 @@ Logic never reads ``os.environ``: handlers build these objects and pass the valu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from pingback_guard.domain.errors import ConfigurationError
+from pingback_guard.domain.task import TokenLifetimes
 
 MAX_IDS_PER_RES_REQUEST = 100
 
@@ -70,6 +71,7 @@ class TableSettings:
     due_index_name: str
     due_shards: int
     result_ttl_seconds: int
+    token_lifetimes: TokenLifetimes = field(default_factory=TokenLifetimes)
 
     @classmethod
     def from_env(cls, env: _Env) -> TableSettings:
@@ -78,6 +80,11 @@ class TableSettings:
             due_index_name=env.text("DUE_INDEX_NAME", "DueIndex"),
             due_shards=env.integer("DUE_SHARDS", 8, 1, 256),
             result_ttl_seconds=env.integer("RESULT_TTL_DAYS", 7, 1, 365) * 86400,
+            token_lifetimes=TokenLifetimes(
+                recaptcha=env.number("RECAPTCHA_TOKEN_LIFETIME_SECONDS", 120, 1, 3600),
+                hcaptcha=env.number("HCAPTCHA_TOKEN_LIFETIME_SECONDS", 120, 1, 3600),
+                turnstile=env.number("TURNSTILE_TOKEN_LIFETIME_SECONDS", 300, 1, 3600),
+            ),
         )
 
 
@@ -138,10 +145,33 @@ class ReplaySettings:
 @dataclass(frozen=True)
 class GetTaskSettings:
     table: TableSettings
+    provider: ProviderSettings
+    read_through_interval_seconds: float
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> GetTaskSettings:
-        return cls(table=TableSettings.from_env(_Env(environ)))
+        env = _Env(environ)
+        return cls(
+            table=TableSettings.from_env(env),
+            provider=ProviderSettings.from_env(env),
+            read_through_interval_seconds=env.number("READ_THROUGH_INTERVAL_SECONDS", 5, 0.1, 3600),
+        )
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    table: TableSettings
+    provider: ProviderSettings
+    report_window_seconds: float
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> ReportSettings:
+        env = _Env(environ)
+        return cls(
+            table=TableSettings.from_env(env),
+            provider=ProviderSettings.from_env(env),
+            report_window_seconds=env.number("REPORT_WINDOW_SECONDS", 900, 1, 86400),
+        )
 
 
 @dataclass(frozen=True)

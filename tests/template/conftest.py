@@ -24,6 +24,7 @@ FUNCTIONS = {
     "CallbackFunction": "pingback_guard.handlers.callback.handler",
     "ReplayFunction": "pingback_guard.handlers.replay.handler",
     "PollerFunction": "pingback_guard.handlers.poller.handler",
+    "ReportFunction": "pingback_guard.handlers.report.handler",
 }
 
 

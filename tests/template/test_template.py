@@ -28,6 +28,9 @@ COMMON_ENV = {
     "DUE_INDEX_NAME",
     "DUE_SHARDS",
     "RESULT_TTL_DAYS",
+    "RECAPTCHA_TOKEN_LIFETIME_SECONDS",
+    "HCAPTCHA_TOKEN_LIFETIME_SECONDS",
+    "TURNSTILE_TOKEN_LIFETIME_SECONDS",
 }
 FUNCTION_ENV = {
     "SubmitFunction": {
@@ -38,7 +41,16 @@ FUNCTION_ENV = {
         "PUBLIC_BASE_URL",
         "CALLBACK_TIMEOUT_SECONDS",
     },
-    "GetTaskFunction": set(),
+    "GetTaskFunction": {
+        "PROVIDER_BASE_URL",
+        "PROVIDER_API_KEY_PARAMETER",
+        "READ_THROUGH_INTERVAL_SECONDS",
+    },
+    "ReportFunction": {
+        "PROVIDER_BASE_URL",
+        "PROVIDER_API_KEY_PARAMETER",
+        "REPORT_WINDOW_SECONDS",
+    },
     "CallbackFunction": {
         "DEAD_LETTER_QUEUE_URL",
         "CALLBACK_SECRET_ID",
@@ -65,7 +77,15 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
         "secretsmanager:GetSecretValue": {"CallbackSecret"},
         "ssm:GetParameter": {"ProviderApiKeyParameterName"},
     },
-    "GetTaskFunction": {"dynamodb:GetItem": {TABLE}},
+    "GetTaskFunction": {
+        "dynamodb:GetItem": {TABLE},
+        "dynamodb:UpdateItem": {TABLE},
+        "ssm:GetParameter": {"ProviderApiKeyParameterName"},
+    },
+    "ReportFunction": {
+        "dynamodb:UpdateItem": {TABLE},
+        "ssm:GetParameter": {"ProviderApiKeyParameterName"},
+    },
     "CallbackFunction": {
         "dynamodb:UpdateItem": {TABLE},
         "sqs:SendMessage": {"DeadLetterQueue"},
@@ -95,6 +115,7 @@ CUSTOM_METRIC_ALARMS = {
     "CallbackConflictAlarm": "CallbackConflict",
     "PollRecoveredAlarm": "PollRecovered",
     "SubmitNotRecordedAlarm": "SubmitNotRecorded",
+    "TokenDeliveredUnusableAlarm": "TokenDeliveredUnusable",
 }
 QUEUE_ALARMS = {
     "DeadLetterQueueDepthAlarm": ("DeadLetterQueue", "ApproximateNumberOfMessagesVisible"),
@@ -118,6 +139,13 @@ DASHBOARD_METRICS = {
     "ProviderRetryableError",
     "TaskSubmitted",
     "SubmitRejected",
+    "TokenAgeAtDelivery",
+    "TokenDeliveredUnusable",
+    "ReadThroughRecovered",
+    "ReadThroughError",
+    "ReportedGood",
+    "ReportedBad",
+    "ReportFailed",
 }
 OUTPUTS = {
     "ApiUrl",
@@ -177,7 +205,7 @@ def test_globals_environment(template: dict[str, Any]) -> None:
     assert variables["POWERTOOLS_TRACER_CAPTURE_RESPONSE"] == "false"
 
 
-def test_exactly_the_five_functions_with_their_handlers(resources: dict[str, Any]) -> None:
+def test_exactly_the_six_functions_with_their_handlers(resources: dict[str, Any]) -> None:
     found = {name: body["Properties"]["Handler"] for name, body in functions(resources).items()}
     assert found == FUNCTIONS
 
@@ -216,7 +244,7 @@ def test_timeouts_leave_the_poller_room_and_fit_the_api(resources: dict[str, Any
         name: body["Properties"].get("Timeout", 10) for name, body in functions(resources).items()
     }
     # HTTP API integrations time out at 30 s.
-    for name in ("SubmitFunction", "GetTaskFunction", "CallbackFunction"):
+    for name in ("SubmitFunction", "GetTaskFunction", "CallbackFunction", "ReportFunction"):
         assert timeouts[name] <= 29
     assert timeouts["PollerFunction"] >= 30
 
@@ -258,6 +286,7 @@ def test_access_log_never_records_the_path(resources: dict[str, Any]) -> None:
     [
         ("SubmitFunction", {("POST", "/tasks")}),
         ("GetTaskFunction", {("GET", "/tasks/{task_id}")}),
+        ("ReportFunction", {("POST", "/tasks/{task_id}/report")}),
     ],
 )
 def test_task_routes_use_iam_auth(
@@ -291,6 +320,7 @@ def test_translated_api_secures_only_the_task_routes(translated: dict[str, Any])
     }
     assert security[("POST", "/tasks")] == [{"AWS_IAM": []}]
     assert security[("GET", "/tasks/{task_id}")] == [{"AWS_IAM": []}]
+    assert security[("POST", "/tasks/{task_id}/report")] == [{"AWS_IAM": []}]
     for route in (("GET", "/callback/{secret}"), ("POST", "/callback/{secret}")):
         assert security[route] is None
     assert security[("GET", "/2captcha.txt")] is None
@@ -380,7 +410,9 @@ def test_poller_queries_only_the_due_index(resources: dict[str, Any]) -> None:
             assert "dynamodb:Scan" not in as_list(statement["Action"])
 
 
-@pytest.mark.parametrize("function", ["SubmitFunction", "PollerFunction"])
+@pytest.mark.parametrize(
+    "function", ["SubmitFunction", "PollerFunction", "GetTaskFunction", "ReportFunction"]
+)
 def test_api_key_parameter_arn_is_built_from_its_name(
     template: dict[str, Any], resources: dict[str, Any], function: str
 ) -> None:
@@ -670,6 +702,10 @@ PUBLIC_ON_PURPOSE = {
     "ProviderApiKeyParameterName",
     # Served publicly at GET /2captcha.txt for the provider's domain check.
     "PingbackVerificationToken",
+    # How many seconds a CAPTCHA token stays usable: a number, not a token.
+    "RecaptchaTokenLifetimeSeconds",
+    "HcaptchaTokenLifetimeSeconds",
+    "TurnstileTokenLifetimeSeconds",
 }
 
 
@@ -722,6 +758,11 @@ def test_required_parameters_and_defaults(template: dict[str, Any]) -> None:
         "ResultTtlDays": 7,
         "AlarmEmail": "",
         "AwsEndpointUrl": "",
+        "ReadThroughIntervalSeconds": 5,
+        "RecaptchaTokenLifetimeSeconds": 120,
+        "HcaptchaTokenLifetimeSeconds": 120,
+        "TurnstileTokenLifetimeSeconds": 300,
+        "ReportWindowSeconds": 900,
     }
     for name, default in expected_defaults.items():
         assert parameters[name]["Default"] == default, name
@@ -738,3 +779,27 @@ def test_endpoint_override_is_absent_unless_set(template: dict[str, Any]) -> Non
     assert variables["AWS_ENDPOINT_URL"] == {
         "Fn::If": ["HasAwsEndpointUrl", {"Ref": "AwsEndpointUrl"}, {"Ref": "AWS::NoValue"}]
     }
+
+
+# ------------------------------------------------------------------ freshness (issue 10)
+
+
+def test_token_age_is_charted_per_delivery_path_and_nothing_else(
+    resources: dict[str, Any],
+) -> None:
+    """The delivery_path dimension stays as small as DeliveryPath: one chart row per value."""
+    from pingback_guard.domain.task import DeliveryPath
+
+    body = resources["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"][0]
+    rows = re.findall(
+        r'"TokenAgeAtDelivery", "service", "\$\{Svc\}", "([a-z_]+)", "([a-z_]+)"', body
+    )
+    assert {dimension for dimension, _ in rows} == {"delivery_path"}
+    assert sorted(path for _, path in rows) == sorted(path.value for path in DeliveryPath)
+
+
+def test_read_through_respects_the_providers_rate_rule(template: dict[str, Any]) -> None:
+    interval = template["Parameters"]["ReadThroughIntervalSeconds"]
+    assert interval["MinValue"] >= 5  # 2captcha: no more often than every 5 s per task
+    own = template["Resources"]["GetTaskFunction"]["Properties"]["Environment"]["Variables"]
+    assert own["READ_THROUGH_INTERVAL_SECONDS"] == {"Ref": "ReadThroughIntervalSeconds"}

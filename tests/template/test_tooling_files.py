@@ -157,7 +157,7 @@ def test_invoke_events_match_the_template_routes(resources: dict[str, Any]) -> N
             if event["Type"] == "HttpApi":
                 key = f"{event['Properties']['Method']} {event['Properties']['Path']}"
                 routes[key] = name
-    iam_routes = {"POST /tasks", "GET /tasks/{task_id}"}
+    iam_routes = {"POST /tasks", "GET /tasks/{task_id}", "POST /tasks/{task_id}/report"}
     seen = set()
     for path in sorted((ROOT / "events").glob("*.json")):
         event = load_event(path)

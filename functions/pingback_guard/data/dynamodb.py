@@ -22,6 +22,8 @@ from pingback_guard.domain.task import (
     DeliveryPath,
     DueTask,
     NewTask,
+    ReportClaim,
+    ReportVerdict,
     StoreOutcome,
     SubmissionOutcome,
     Task,
@@ -106,7 +108,8 @@ class DynamoDbTaskStore:
                 task.task_id,
                 "SET #method = :method, sitekey = :sitekey, page_url = :page_url,"
                 " extras = :extras, submitted_at = :submitted_at, #status = :pending,"
-                " due_shard = :shard, due_at = :due, poll_attempts = :zero, expires_at = :ttl",
+                " due_shard = :shard, due_at = :due, poll_attempts = :zero, expires_at = :ttl,"
+                " token_lifetime_seconds = :lifetime",
                 condition="attribute_not_exists(#status)",
                 names={"#method": "method", "#status": "status"},
                 values=_values(
@@ -116,6 +119,7 @@ class DynamoDbTaskStore:
                     due=task.first_poll_at,
                     zero=0,
                     ttl=self._expiry(task.submitted_at),
+                    lifetime=self._settings.token_lifetimes.for_method(request.method),
                 ),
             )
         except ConditionRefused:
@@ -138,11 +142,15 @@ class DynamoDbTaskStore:
             return
 
     def record_result(self, result: TaskResult) -> StoreOutcome:
+        """A task the table does not know yet (no token_lifetime_seconds) gets the shortest
+        lifetime: its usable_until may be early, never late."""
         try:
             self._update(
                 result.task_id,
                 "SET solution = :code, #status = :solved, received_at = :received,"
-                " delivered_via = :via, expires_at = :ttl REMOVE due_shard, due_at, #error",
+                " delivered_via = :via, expires_at = :ttl, finished_after = :finished,"
+                " usable_until = if_not_exists(token_lifetime_seconds, :lifetime) + :finished"
+                " REMOVE due_shard, due_at, #error",
                 condition="attribute_not_exists(solution)",
                 names={"#status": "status", "#error": "error"},
                 values=_values(
@@ -151,6 +159,8 @@ class DynamoDbTaskStore:
                     received=result.received_at,
                     via=result.delivered_via.value,
                     ttl=self._expiry(result.received_at),
+                    finished=result.finished_at_earliest,
+                    lifetime=self._settings.token_lifetimes.shortest,
                 ),
             )
         except ConditionRefused as refused:
@@ -216,6 +226,89 @@ class DynamoDbTaskStore:
                 values=_values(
                     due=due_at, attempts=poll_attempts, pending=TaskStatus.PENDING.value
                 ),
+                return_old=False,
+            )
+        except ConditionRefused:
+            return False
+        return True
+
+    def claim_read_through(self, task_id: str, now: float, interval_seconds: float) -> bool:
+        try:
+            self._update(
+                task_id,
+                "SET read_through_at = :now",
+                condition="#status = :pending AND (attribute_not_exists(read_through_at)"
+                " OR read_through_at <= :cutoff)",
+                names={"#status": "status"},
+                values=_values(
+                    now=now, cutoff=now - interval_seconds, pending=TaskStatus.PENDING.value
+                ),
+                return_old=False,
+            )
+        except ConditionRefused:
+            return False
+        return True
+
+    def record_not_ready(self, task_id: str, checked_at: float) -> bool:
+        try:
+            self._update(
+                task_id,
+                "SET last_checked_at = :at",
+                condition="#status = :pending AND (attribute_not_exists(last_checked_at)"
+                " OR last_checked_at < :at)",
+                names={"#status": "status"},
+                values=_values(at=checked_at, pending=TaskStatus.PENDING.value),
+                return_old=False,
+            )
+        except ConditionRefused:
+            return False
+        return True
+
+    def claim_report(
+        self,
+        task_id: str,
+        verdict: ReportVerdict,
+        now: float,
+        window_start: float,
+        lease_seconds: float,
+    ) -> ReportClaim:
+        """One conditional write decides; a refusal is judged from the old item, no read."""
+        try:
+            self._update(
+                task_id,
+                "SET reported = :verdict, reported_at = :now, report_lease_until = :lease",
+                condition="attribute_exists(solution)"
+                " AND (attribute_not_exists(reported) OR report_lease_until < :now)"
+                " AND (finished_after >= :window_start"
+                " OR (attribute_not_exists(finished_after) AND received_at >= :window_start))",
+                names={},
+                values=_values(
+                    verdict=verdict.value,
+                    now=now,
+                    lease=now + lease_seconds,
+                    window_start=window_start,
+                ),
+            )
+        except ConditionRefused as refused:
+            return _refused_report(refused.old_item, now)
+        return ReportClaim.CLAIMED
+
+    def confirm_report(self, task_id: str, claimed_at: float) -> bool:
+        return self._settle_report(task_id, claimed_at, "REMOVE report_lease_until")
+
+    def release_report(self, task_id: str, claimed_at: float) -> bool:
+        return self._settle_report(
+            task_id, claimed_at, "REMOVE reported, reported_at, report_lease_until"
+        )
+
+    def _settle_report(self, task_id: str, claimed_at: float, expression: str) -> bool:
+        try:
+            self._update(
+                task_id,
+                expression,
+                condition="reported_at = :claimed AND attribute_exists(report_lease_until)",
+                names={},
+                values=_values(claimed=claimed_at),
                 return_old=False,
             )
         except ConditionRefused:
@@ -288,9 +381,10 @@ class DynamoDbTaskStore:
             "Key": {"task_id": {"S": task_id}},
             "UpdateExpression": expression,
             "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
+        if names:
+            request["ExpressionAttributeNames"] = names
         if return_old:
             request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
         self._call("UpdateItem", self._client.update_item, **request)
@@ -342,4 +436,21 @@ def _task_from_item(item: Mapping[str, Any]) -> Task:
         error=item.get("error"),
         poll_attempts=int(item.get("poll_attempts", 0)),
         due_at=_float_or_none(item.get("due_at")),
+        finished_after=_float_or_none(item.get("finished_after")),
+        usable_until=_float_or_none(item.get("usable_until")),
+        last_checked_at=_float_or_none(item.get("last_checked_at")),
+        read_through_at=_float_or_none(item.get("read_through_at")),
+        reported=ReportVerdict(item["reported"]) if item.get("reported") else None,
+        reported_at=_float_or_none(item.get("reported_at")),
     )
+
+
+def _refused_report(old: Mapping[str, Any] | None, now: float) -> ReportClaim:
+    if not old:
+        return ReportClaim.UNKNOWN_TASK
+    if "solution" not in old:
+        return ReportClaim.NOT_SOLVED
+    lease = _float_or_none(old.get("report_lease_until"))
+    if "reported" in old and (lease is None or lease >= now):
+        return ReportClaim.ALREADY_REPORTED
+    return ReportClaim.WINDOW_CLOSED

@@ -7,6 +7,8 @@ from typing import Protocol
 from pingback_guard.domain.task import (
     DueTask,
     NewTask,
+    ReportClaim,
+    ReportVerdict,
     StoreOutcome,
     SubmissionOutcome,
     Task,
@@ -34,3 +36,28 @@ class TaskStore(Protocol):
 
     def due_tasks(self, now: float, limit: int) -> list[DueTask]:
         """PENDING tasks due at or before ``now``, at most ``limit``, never by Scan."""
+
+    def claim_read_through(self, task_id: str, now: float, interval_seconds: float) -> bool:
+        """Guard of a worker-triggered res.php check: True for at most one caller per interval,
+        and only while the task is PENDING."""
+
+    def record_not_ready(self, task_id: str, checked_at: float) -> bool:
+        """A "not ready" answer at ``checked_at`` (last_checked_at never moves back); False when
+        the task was no longer PENDING."""
+
+    def claim_report(
+        self,
+        task_id: str,
+        verdict: ReportVerdict,
+        now: float,
+        window_start: float,
+        lease_seconds: float,
+    ) -> ReportClaim:
+        """The one report of a solved task finished at or after ``window_start``. The claim is a
+        lease until confirmed, so a report the provider never got can be tried again."""
+
+    def confirm_report(self, task_id: str, claimed_at: float) -> bool:
+        """The provider took the report claimed at ``claimed_at``: it is final."""
+
+    def release_report(self, task_id: str, claimed_at: float) -> bool:
+        """The provider did not take the report claimed at ``claimed_at``: forget the claim."""

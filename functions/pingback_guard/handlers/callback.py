@@ -20,11 +20,13 @@ from pingback_guard.domain.task import TaskResult
 from pingback_guard.handlers.responses import raw_body, text_response
 from pingback_guard.logic.callback import (
     CallbackAuthenticator,
+    CallbackOutcome,
     CallbackRequest,
     CallbackService,
     parse_callback,
 )
-from pingback_guard.observability import logger, metrics, tracer
+from pingback_guard.logic.results import unread_delivery
+from pingback_guard.observability import emit_delivery, logger, metrics, tracer
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
 from pingback_guard.settings import CallbackSettings
 from pingback_guard.wiring import callback_secrets_reader, dynamodb_client, sqs_client
@@ -70,6 +72,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.error("callback not acknowledged", extra={"reason": str(error)})
         return text_response(503, "result not stored; try again")
     metrics.add_metric(name=outcome.value, unit=MetricUnit.Count, value=1)
+    if outcome is CallbackOutcome.ACCEPTED:
+        emit_delivery(unread_delivery(result, settings.table.token_lifetimes, time.time()))
     logger.info("callback handled", extra={"outcome": outcome.value})
     return text_response(200, "OK")
 

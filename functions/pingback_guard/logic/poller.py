@@ -73,11 +73,13 @@ class PollerService:
         provider: ProviderClient,
         policy: PollPolicy,
         rng: random.Random | None = None,
+        on_token_stored: Callable[[TaskResult], None] | None = None,
     ) -> None:
         self._store = store
         self._provider = provider
         self._policy = policy
         self._rng = rng or random.Random()
+        self._on_token_stored = on_token_stored
 
     def sweep(self, now: float, remaining_seconds: Callable[[], float]) -> SweepReport:
         """Poll due PENDING tasks in batches until done, out of budget or out of time."""
@@ -123,7 +125,13 @@ class PollerService:
     def _store_answer(
         self, task: DueTask, answer: ProviderAnswer, now: float, report: SweepReport
     ) -> None:
-        result = TaskResult(task.task_id, answer.value, DeliveryPath.POLL, received_at=now)
+        result = TaskResult(
+            task.task_id,
+            answer.value,
+            DeliveryPath.POLL,
+            received_at=now,
+            finished_after=task.submitted_at,
+        )
         outcome = store_result(self._store, result)
         if outcome is StoreOutcome.DUPLICATE:
             report.duplicates += 1
@@ -132,6 +140,8 @@ class PollerService:
         elif answer.kind is AnswerKind.READY:
             report.recovered += 1
             report.recovery_delays.append(now - task.submitted_at)
+            if self._on_token_stored:
+                self._on_token_stored(result)
         else:
             report.failed += 1
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 
 from pingback_guard.data.store import TaskStore
-from pingback_guard.domain.task import NewTask, StoreOutcome, SubmissionOutcome
+from pingback_guard.domain.task import NewTask, StoreOutcome, SubmissionOutcome, TaskResult
 from pingback_guard.logic.results import store_result
 from pingback_guard.queue.dead_letter import decode_message
 
@@ -27,8 +28,11 @@ OUTCOME_OF_STORE = {
 
 
 class ReplayService:
-    def __init__(self, store: TaskStore) -> None:
+    def __init__(
+        self, store: TaskStore, on_token_stored: Callable[[TaskResult], None] | None = None
+    ) -> None:
         self._store = store
+        self._on_token_stored = on_token_stored
 
     def replay(self, message_body: str) -> ReplayOutcome:
         """Raises on a store failure or a malformed message: SQS retries it, then parks it."""
@@ -38,4 +42,7 @@ class ReplayService:
             if registered is SubmissionOutcome.CREATED:
                 return ReplayOutcome.REGISTERED
             return ReplayOutcome.DUPLICATE
-        return OUTCOME_OF_STORE[store_result(self._store, write)]
+        outcome = store_result(self._store, write)
+        if outcome is StoreOutcome.STORED and not write.is_failure and self._on_token_stored:
+            self._on_token_stored(write)
+        return OUTCOME_OF_STORE[outcome]

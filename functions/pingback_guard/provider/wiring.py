@@ -1,12 +1,14 @@
 """The real provider client as a function's settings describe it (kept out of the shared
 wiring module so functions that never call the provider never import requests)."""
 
-from pingback_guard.provider.captchaai import CaptchaAiClient
+from pingback_guard.provider.captchaai import CaptchaAiClient, RetryPolicy
 from pingback_guard.settings import ProviderSettings
 from pingback_guard.wiring import api_key_reader
 
 
-def captchaai_client(provider: ProviderSettings) -> CaptchaAiClient:
+def captchaai_client(
+    provider: ProviderSettings, retry: RetryPolicy | None = None
+) -> CaptchaAiClient:
     """The API key is read from SSM (cached) on use, never at cold start."""
     return CaptchaAiClient(
         provider.base_url,
@@ -14,4 +16,5 @@ def captchaai_client(provider: ProviderSettings) -> CaptchaAiClient:
         batch_ids=provider.batch_ids,
         batch_size=provider.batch_size,
         timeout=(provider.connect_timeout_seconds, provider.read_timeout_seconds),
+        retry=retry,
     )
