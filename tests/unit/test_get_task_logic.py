@@ -186,8 +186,10 @@ class TestReadThrough:
         query, _ = reading(store, provider, FIRST_POLL)
         original_claim = store.claim_read_through
 
-        def pingback_arrives_during_the_check(task_id: str, now: float, interval: float) -> bool:
-            claimed = original_claim(task_id, now, interval)
+        def pingback_arrives_during_the_check(
+            task_id: str, now: float, interval_seconds: float
+        ) -> bool:
+            claimed = original_claim(task_id, now, interval_seconds)
             store.record_result(TaskResult(TASK, TOKEN, DeliveryPath.CALLBACK, 1019.0))
             return claimed
 
@@ -233,7 +235,7 @@ class TestReadThrough:
         pending_task(store)
         query, _ = reading(store, provider, FIRST_POLL)
 
-        def table_throttles(task_id: str, now: float, interval: float) -> bool:
+        def table_throttles(task_id: str, now: float, interval_seconds: float) -> bool:
             raise unavailable()
 
         store.claim_read_through = table_throttles  # type: ignore[method-assign]
