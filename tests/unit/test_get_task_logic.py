@@ -151,6 +151,23 @@ class TestReadThrough:
         ]
         assert len(provider.requests) == 2
 
+    def test_a_recent_check_seen_in_the_read_costs_no_write(self) -> None:
+        store, provider = InMemoryTaskStore(), FakeProvider()
+        pending_task(store)
+        query, _ = reading(store, provider, FIRST_POLL)
+        query.look(TASK, now=FIRST_POLL)
+        claims: list[float] = []
+        original_claim = store.claim_read_through
+
+        def counted(task_id: str, now: float, interval_seconds: float) -> bool:
+            claims.append(now)
+            return original_claim(task_id, now, interval_seconds)
+
+        store.claim_read_through = counted  # type: ignore[method-assign]
+        for step in (1, 2, 3, 4):
+            query.look(TASK, now=FIRST_POLL + step)
+        assert claims == []
+
     def test_many_workers_at_once_one_provider_request(self) -> None:
         store, provider = InMemoryTaskStore(), FakeProvider(answers={TASK: TOKEN})
         pending_task(store)

@@ -74,7 +74,12 @@ class TaskQuery:
     def _read_through(
         self, task: Task, now: float, provider: ProviderClient, policy: ReadThroughPolicy
     ) -> Lookup:
-        if not self._store.claim_read_through(task.task_id, now, policy.interval_seconds):
+        # The item just read says whether a check is recent: most GETs of a waiting worker end
+        # here without a write. The conditional write settles the races the read cannot see.
+        recent = task.read_through_at is not None and now - task.read_through_at < (
+            policy.interval_seconds
+        )
+        if recent or not self._store.claim_read_through(task.task_id, now, policy.interval_seconds):
             return Lookup(task.view(now), ReadThroughOutcome.SKIPPED)
         answer = provider.get_results([task.task_id]).get(task.task_id)
         answered_at = self._clock()
