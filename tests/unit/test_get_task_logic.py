@@ -216,20 +216,31 @@ class TestReadThrough:
         assert (found.view["solution"], found.view["delivered_via"]) == (TOKEN, "callback")
 
     @pytest.mark.parametrize(
-        "failure",
+        ("failure", "outcome"),
         [
-            lambda: ProviderAccountError("res.php get: ERROR_ZERO_BALANCE"),
-            lambda: ProviderRetryableError("res.php: connection failed"),
-            lambda: SecretUnavailableError("provider API key unavailable"),
+            (
+                lambda: ProviderAccountError("res.php get: ERROR_ZERO_BALANCE"),
+                ReadThroughOutcome.ACCOUNT_ERROR,
+            ),
+            (
+                lambda: ProviderRetryableError("res.php: connection failed"),
+                ReadThroughOutcome.ERROR,
+            ),
+            (
+                lambda: SecretUnavailableError("provider API key unavailable"),
+                ReadThroughOutcome.ERROR,
+            ),
         ],
     )
-    def test_provider_trouble_answers_the_pending_view(self, failure: object) -> None:
+    def test_provider_trouble_answers_the_pending_view(
+        self, failure: object, outcome: ReadThroughOutcome
+    ) -> None:
         store = InMemoryTaskStore()
         provider = FakeProvider(failure=failure)  # type: ignore[arg-type]
         pending_task(store)
         query, _ = reading(store, provider, FIRST_POLL)
         found = query.look(TASK, now=FIRST_POLL)
-        assert found is not None and found.read_through is ReadThroughOutcome.ERROR
+        assert found is not None and found.read_through is outcome
         assert found.view["status"] == "PENDING"
 
     def test_a_retryable_answer_changes_nothing(self) -> None:

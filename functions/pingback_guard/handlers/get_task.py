@@ -57,7 +57,7 @@ def _record_read_through(task_id: str, found: Lookup) -> None:
     metrics.add_metric(name=found.read_through.value, unit=MetricUnit.Count, value=1)
     if found.delivery is not None:
         emit_delivery(found.delivery)
-    if found.read_through is ReadThroughOutcome.ERROR:
+    if found.read_through in {ReadThroughOutcome.ERROR, ReadThroughOutcome.ACCOUNT_ERROR}:
         logger.warning(
             "read-through failed; answered PENDING",
             extra={"task_id": task_id, "reason": found.error},

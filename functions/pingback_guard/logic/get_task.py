@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from pingback_guard.data.store import TaskStore
-from pingback_guard.domain.errors import PingbackGuardError
+from pingback_guard.domain.errors import PingbackGuardError, ProviderAccountError
 from pingback_guard.domain.task import DeliveryPath, StoreOutcome, Task, TaskResult
 from pingback_guard.logic.results import Delivery, store_result, stored_delivery
 from pingback_guard.provider.answers import AnswerKind
@@ -25,7 +25,9 @@ class ReadThroughOutcome(StrEnum):
     TASK_FAILED = "ReadThroughTaskFailed"
     ALREADY_STORED = "ReadThroughDuplicate"
     NO_ANSWER = "ReadThroughNoAnswer"  # retryable answer: the poller or the next GET tries again
-    ERROR = "ReadThroughError"  # provider, account, secret or store error: the view is PENDING
+    ERROR = "ReadThroughError"  # provider, secret or store error: the view is PENDING
+    # The key is refused: counted under the metric the account alarm already watches.
+    ACCOUNT_ERROR = "ProviderAccountError"
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,8 @@ class TaskQuery:
             return Lookup(task.view(now))
         try:
             return self._read_through(task, now, self._provider, self._policy)
+        except ProviderAccountError as error:
+            return Lookup(task.view(now), ReadThroughOutcome.ACCOUNT_ERROR, error=str(error))
         except PingbackGuardError as error:
             return Lookup(task.view(now), ReadThroughOutcome.ERROR, error=str(error))
 
