@@ -126,7 +126,7 @@ class TestReadThrough:
     def test_not_ready_is_recorded_and_bounds_the_later_result(self) -> None:
         store, provider = InMemoryTaskStore(), FakeProvider()
         pending_task(store)
-        query, clock = reading(store, provider, FIRST_POLL)
+        query, clock = reading(store, provider, FIRST_POLL + 0.3)
         first = query.look(TASK, now=FIRST_POLL)
         assert first is not None and first.read_through is ReadThroughOutcome.NOT_READY
         assert first.view["status"] == "PENDING"

@@ -89,7 +89,9 @@ class TaskQuery:
         answered_at = self._clock()
         if answer is None or not answer.is_final:
             if answer is not None and answer.kind is AnswerKind.NOT_READY:
-                self._store.record_not_ready(task.task_id, answered_at)
+                # Not finished when the provider read the request, which was after `now`: the
+                # earliest bound of a later result never lies after the real finish.
+                self._store.record_not_ready(task.task_id, now)
                 return Lookup(task.view(answered_at), ReadThroughOutcome.NOT_READY)
             return Lookup(task.view(answered_at), ReadThroughOutcome.NO_ANSWER)
         result = TaskResult(
