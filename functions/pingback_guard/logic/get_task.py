@@ -66,6 +66,8 @@ class TaskQuery:
         task = self._store.get(task_id)
         if task is None:
             return None
+        # Owner scoping (engineer `sec`) belongs here, before the read-through: a task that is
+        # not the caller's answers as unknown and never costs a res.php request.
         if self._provider is None or self._policy is None or not task.is_overdue(now):
             return Lookup(task.view(now))
         try:
