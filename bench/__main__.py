@@ -19,6 +19,7 @@ from pathlib import Path
 
 from bench.cold_start import measure_cold_start_section
 from bench.cost_section import cost_outcome
+from bench.freshness import measure_freshness
 from bench.outcome import FAILED, SectionOutcome, one_line
 from bench.poller_reads import measure_poller_reads
 from bench.report import RunInfo, markdown_report, results_document
@@ -54,6 +55,7 @@ def sections() -> list[Section]:
         ("cold_start", "4. Cold start and bundle size", measure_cold_start_section),
         ("throughput", "5. Local stack throughput", measure_throughput),
         ("cost", "6. Cost per million tasks", lambda: cost_outcome(paths.get())),
+        ("freshness", "7. Freshness and its checking cost", measure_freshness),
     ]
 
 

@@ -13,6 +13,7 @@ HANDLER_FUNCTIONS = {
     "callback": "CallbackFunction",
     "replay": "ReplayFunction",
     "poller": "PollerFunction",
+    "report": "ReportFunction",
 }
 ALARM_TYPE = "AWS::CloudWatch::Alarm"
 DASHBOARD_TYPE = "AWS::CloudWatch::Dashboard"

@@ -22,23 +22,28 @@ from pingback_guard.domain.lease import PollerLease
 from pingback_guard.domain.task import (
     DueTask,
     NewTask,
+    ReportClaim,
+    ReportVerdict,
     StoreOutcome,
     SubmissionOutcome,
     Task,
     TaskResult,
     TaskStatus,
+    TokenLifetimes,
 )
 from pingback_guard.provider.answers import ProviderAnswer, classify
 from pingback_guard.queue.dead_letter import DeadLetter
 
 
 class InMemoryTaskStore:
-    def __init__(self) -> None:
+    def __init__(self, lifetimes: TokenLifetimes | None = None) -> None:
         self.tasks: dict[str, Task] = {}
         self.fail_next: list[Exception] = []
         self.writes = 0
-        self.last_checked: dict[str, float] = {}
         self.lease: dict[str, object] = {}
+        self.lifetimes = lifetimes or TokenLifetimes()
+        self.token_lifetime_seconds: dict[str, float] = {}
+        self.report_leases: dict[str, float] = {}
         self._lock = threading.Lock()
 
     def _maybe_fail(self) -> None:
@@ -57,6 +62,9 @@ class InMemoryTaskStore:
                     existing, request=task.request, submitted_at=task.submitted_at, owner=task.owner
                 )
                 return SubmissionOutcome.RESULT_ALREADY_STORED
+            self.token_lifetime_seconds[task.task_id] = self.lifetimes.for_method(
+                task.request.method
+            )
             self.tasks[task.task_id] = Task(
                 task.task_id,
                 TaskStatus.PENDING,
@@ -86,8 +94,12 @@ class InMemoryTaskStore:
             if existing is not None and existing.solution is not None:
                 same = existing.solution == result.code
                 return StoreOutcome.DUPLICATE if same else StoreOutcome.CONFLICT
-            self.tasks[result.task_id] = _finished(
-                existing, result, TaskStatus.SOLVED, solution=result.code, error=None
+            lifetime = self.token_lifetime_seconds.get(result.task_id, self.lifetimes.shortest)
+            finished = result.finished_at_earliest
+            self.tasks[result.task_id] = replace(
+                _finished(existing, result, TaskStatus.SOLVED, solution=result.code, error=None),
+                finished_after=finished,
+                usable_until=lifetime + finished,
             )
             return _stored(existing, result)
 
@@ -135,9 +147,14 @@ class InMemoryTaskStore:
             task = self.tasks.get(task_id)
             if task is None or task.status is not TaskStatus.PENDING:
                 return False
-            self.tasks[task_id] = replace(task, due_at=due_at, poll_attempts=poll_attempts)
-            if last_checked_at is not None:
-                self.last_checked[task_id] = last_checked_at
+            self.tasks[task_id] = replace(
+                task,
+                due_at=due_at,
+                poll_attempts=poll_attempts,
+                last_checked_at=task.last_checked_at
+                if last_checked_at is None
+                else last_checked_at,
+            )
             return True
 
     def next_due_at(self, after: float, until: float) -> float | None:
@@ -169,6 +186,76 @@ class InMemoryTaskStore:
             if self.lease.get("holder") == holder:
                 self.lease.update(until=now, samples=solve_samples)
 
+    def claim_read_through(self, task_id: str, now: float, interval_seconds: float) -> bool:
+        with self._lock:
+            self._maybe_fail()
+            task = self.tasks.get(task_id)
+            if task is None or task.status is not TaskStatus.PENDING:
+                return False
+            last = task.read_through_at
+            if last is not None and last > now - interval_seconds:
+                return False
+            self.tasks[task_id] = replace(task, read_through_at=now)
+            return True
+
+    def record_not_ready(self, task_id: str, checked_at: float) -> bool:
+        with self._lock:
+            self._maybe_fail()
+            task = self.tasks.get(task_id)
+            if task is None or task.status is not TaskStatus.PENDING:
+                return False
+            if task.last_checked_at is not None and task.last_checked_at >= checked_at:
+                return False
+            self.tasks[task_id] = replace(task, last_checked_at=checked_at)
+            return True
+
+    def claim_report(
+        self,
+        task_id: str,
+        verdict: ReportVerdict,
+        now: float,
+        window_start: float,
+        lease_seconds: float,
+    ) -> ReportClaim:
+        with self._lock:
+            self._maybe_fail()
+            task = self.tasks.get(task_id)
+            if task is None:
+                return ReportClaim.UNKNOWN_TASK
+            if task.solution is None:
+                return ReportClaim.NOT_SOLVED
+            lease = self.report_leases.get(task_id)
+            if task.reported is not None and (lease is None or lease >= now):
+                return ReportClaim.ALREADY_REPORTED
+            earliest = task.finished_at_earliest
+            if earliest is None or earliest < window_start:
+                return ReportClaim.WINDOW_CLOSED
+            self.tasks[task_id] = replace(task, reported=verdict, reported_at=now)
+            self.report_leases[task_id] = now + lease_seconds
+            return ReportClaim.CLAIMED
+
+    def confirm_report(self, task_id: str, claimed_at: float) -> bool:
+        with self._lock:
+            self._maybe_fail()
+            if not self._holds_lease(task_id, claimed_at):
+                return False
+            del self.report_leases[task_id]
+            return True
+
+    def release_report(self, task_id: str, claimed_at: float) -> bool:
+        with self._lock:
+            self._maybe_fail()
+            if not self._holds_lease(task_id, claimed_at):
+                return False
+            del self.report_leases[task_id]
+            self.tasks[task_id] = replace(self.tasks[task_id], reported=None, reported_at=None)
+            return True
+
+    def _holds_lease(self, task_id: str, claimed_at: float) -> bool:
+        task = self.tasks.get(task_id)
+        held = task is not None and task.reported_at == claimed_at
+        return held and task_id in self.report_leases
+
     def get(self, task_id: str) -> Task | None:
         self._maybe_fail()
         return self.tasks.get(task_id)
@@ -189,7 +276,7 @@ class InMemoryTaskStore:
                 t.due_at or 0.0,
                 t.submitted_at or 0.0,
                 t.poll_attempts,
-                self.last_checked.get(t.task_id),
+                t.last_checked_at,
                 t.request.method if t.request else None,
             )
             for t in due[:limit]
@@ -266,6 +353,8 @@ class FakeProvider:
     requests: list[list[str]] = field(default_factory=list)
     failure: Callable[[], Exception] | None = None
     refuse_batches: int = 0
+    report_failure: Callable[[], Exception] | None = None
+    reports: list[tuple[str, bool]] = field(default_factory=list)
 
     def submit(self, request: object, pingback_url: str) -> str:
         if self.failure:
@@ -285,7 +374,9 @@ class FakeProvider:
         return {tid: classify(self.answers.get(tid, "CAPCHA_NOT_READY")) for tid in task_ids}
 
     def report(self, task_id: str, *, good: bool) -> None:
-        return None
+        if self.report_failure:
+            raise self.report_failure()
+        self.reports.append((task_id, good))
 
     def balance(self) -> float:
         return 1.0

@@ -1,6 +1,9 @@
 """The one Logger, Tracer and Metrics every function shares (configured by POWERTOOLS_* env)."""
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+from pingback_guard.logic.results import Delivery
 
 logger = Logger()
 # botocore only: the X-Ray SDK records an exception's text, and a failed requests/httplib call's
@@ -8,3 +11,15 @@ logger = Logger()
 # whitelisted request fields: table and index names, never item values).
 tracer = Tracer(patch_modules=("botocore",))
 metrics = Metrics()
+
+
+def emit_delivery(delivery: Delivery) -> None:
+    """TokenAgeAtDelivery per delivery path (four values: a tiny dimension) in its own EMF
+    document, so the path never becomes a dimension of the other metrics; the unusable count
+    keeps the service dimension alone, as the alarms read it."""
+    with single_metric(
+        name="TokenAgeAtDelivery", unit=MetricUnit.Seconds, value=round(delivery.age_seconds, 3)
+    ) as metric:
+        metric.add_dimension(name="delivery_path", value=delivery.path.value)
+    if not delivery.usable:
+        metrics.add_metric(name="TokenDeliveredUnusable", unit=MetricUnit.Count, value=1)

@@ -6,10 +6,11 @@ Logic never reads ``os.environ``: handlers build these objects and pass the valu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from pingback_guard.domain.errors import ConfigurationError
+from pingback_guard.domain.task import TokenLifetimes
 
 MAX_IDS_PER_RES_REQUEST = 100
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -93,6 +94,7 @@ class TableSettings:
     due_shards: int
     result_ttl_seconds: int
     unregistered_result_ttl_seconds: int = DEFAULT_UNREGISTERED_RESULT_TTL_SECONDS
+    token_lifetimes: TokenLifetimes = field(default_factory=TokenLifetimes)
 
     @classmethod
     def from_env(cls, env: _Env) -> TableSettings:
@@ -106,6 +108,11 @@ class TableSettings:
                 DEFAULT_UNREGISTERED_RESULT_TTL_SECONDS,
                 300,
                 7 * 86400,
+            ),
+            token_lifetimes=TokenLifetimes(
+                recaptcha=env.number("RECAPTCHA_TOKEN_LIFETIME_SECONDS", 120, 1, 3600),
+                hcaptcha=env.number("HCAPTCHA_TOKEN_LIFETIME_SECONDS", 120, 1, 3600),
+                turnstile=env.number("TURNSTILE_TOKEN_LIFETIME_SECONDS", 300, 1, 3600),
             ),
         )
 
@@ -167,6 +174,8 @@ class ReplaySettings:
 @dataclass(frozen=True)
 class GetTaskSettings:
     table: TableSettings
+    provider: ProviderSettings
+    read_through_interval_seconds: float
     admin_principal_arn: str = ""
 
     @classmethod
@@ -174,6 +183,8 @@ class GetTaskSettings:
         env = _Env(environ)
         return cls(
             table=TableSettings.from_env(env),
+            provider=ProviderSettings.from_env(env),
+            read_through_interval_seconds=env.number("READ_THROUGH_INTERVAL_SECONDS", 5, 0.1, 3600),
             admin_principal_arn=env.optional_text("ADMIN_PRINCIPAL_ARN"),
         )
 
@@ -199,6 +210,22 @@ class RegisterSettings:
             public_base_url=env.url("PUBLIC_BASE_URL", required=False),
             callback_timeout_seconds=env.number("CALLBACK_TIMEOUT_SECONDS", 120, 1, 3600),
             expected_solve_seconds=expected_solve_seconds(env),
+        )
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    table: TableSettings
+    provider: ProviderSettings
+    report_window_seconds: float
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> ReportSettings:
+        env = _Env(environ)
+        return cls(
+            table=TableSettings.from_env(env),
+            provider=ProviderSettings.from_env(env),
+            report_window_seconds=env.number("REPORT_WINDOW_SECONDS", 900, 1, 86400),
         )
 
 

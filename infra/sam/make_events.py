@@ -281,6 +281,22 @@ def register_task(raw: Event) -> Event:
     )
 
 
+def report_task(raw: Event) -> Event:
+    return http_event(
+        raw,
+        method="POST",
+        route_path="/tasks/{task_id}/report",
+        raw_path=f"/tasks/{SAMPLE_TASK_ID}/report",
+        path_parameters={"task_id": SAMPLE_TASK_ID},
+        body=json.dumps({"correct": False}).encode(),
+        content_type="application/json",
+        iam_caller=True,
+        source_ip=WORKER_IP,
+        user_agent="Boto3/1.35.0 md/Botocore#1.35.0",
+        request_id="RePoRt000001Aw=",
+    )
+
+
 def replay_batch(raw: Event) -> Event:
     """Two dead-letter messages as the SQS event source delivers them to ReplayFunction."""
     template = raw["Records"][0]
@@ -342,6 +358,7 @@ def build() -> dict[Path, Event]:
         INVOKE_DIR / "get_task.json": get_task(http),
         INVOKE_DIR / "issue_pingback_url.json": issue_pingback_url(http),
         INVOKE_DIR / "register_task.json": register_task(http),
+        INVOKE_DIR / "report_task.json": report_task(http),
         INVOKE_DIR / "replay_dead_letters.json": replay_batch(sqs),
         INVOKE_DIR / "poller_schedule.json": poller_schedule(),
     }

@@ -14,6 +14,8 @@ from pingback_guard.domain.task import (
     CaptchaRequest,
     DeliveryPath,
     NewTask,
+    ReportClaim,
+    ReportVerdict,
     StoreOutcome,
     SubmissionOutcome,
     TaskResult,
@@ -384,3 +386,137 @@ def test_unregistered_results_get_the_short_ttl(dynamo_store: Any, dynamodb: Any
     submit(dynamo_store, "132")
     raw = dynamodb.get_item(TableName="pingback-guard-tasks-test", Key={"task_id": {"S": "132"}})
     assert int(raw["Item"]["expires_at"]["N"]) == 1000 + 7 * 86400
+
+
+# ------------------------------------------------------------------ freshness (issue 10)
+
+
+def test_usable_until_counts_from_the_earliest_finish_with_the_kinds_lifetime(
+    store: TaskStore,
+) -> None:
+    store.record_submission(
+        NewTask(
+            "120", CaptchaRequest("turnstile", "0x4AAAAAAA", "https://example.test/"), 1000, 1120
+        )
+    )
+    late = TaskResult("120", TOKEN, DeliveryPath.READ_THROUGH, 1090.0, finished_after=1040.0)
+    assert store.record_result(late) is StoreOutcome.STORED
+    task = store.get("120")
+    assert task is not None
+    assert (task.finished_after, task.received_at, task.usable_until) == (1040.0, 1090.0, 1340.0)
+    assert task.delivered_via is DeliveryPath.READ_THROUGH
+
+
+def test_a_pingback_finished_when_it_arrived(store: TaskStore) -> None:
+    submit(store, "121")
+    store.record_result(solved("121", at=1030.0))
+    task = store.get("121")
+    assert task is not None
+    assert (task.finished_after, task.usable_until) == (1030.0, 1150.0)
+
+
+def test_a_result_before_its_submission_gets_the_shortest_lifetime(store: TaskStore) -> None:
+    store.record_result(solved("122", at=1030.0))
+    task = store.get("122")
+    assert task is not None and task.usable_until == 1030.0 + 120.0
+
+
+def test_read_through_guard_admits_one_caller_per_interval(store: TaskStore) -> None:
+    submit(store, "123")
+    assert store.claim_read_through("123", now=1200.0, interval_seconds=5) is True
+    assert store.claim_read_through("123", now=1204.9, interval_seconds=5) is False
+    assert store.claim_read_through("123", now=1205.0, interval_seconds=5) is True
+    task = store.get("123")
+    assert task is not None and task.read_through_at == 1205.0
+
+
+def test_read_through_guard_refuses_unknown_and_finished_tasks(store: TaskStore) -> None:
+    assert store.claim_read_through("124", now=1200.0, interval_seconds=5) is False
+    assert store.get("124") is None
+    submit(store, "125")
+    store.record_result(solved("125"))
+    assert store.claim_read_through("125", now=1200.0, interval_seconds=5) is False
+
+
+def test_concurrent_read_through_claims_exactly_one_wins(store: TaskStore) -> None:
+    submit(store, "126")
+    wins: list[bool] = []
+    barrier = threading.Barrier(8)
+
+    def claim() -> None:
+        barrier.wait()
+        wins.append(store.claim_read_through("126", now=1200.0, interval_seconds=5))
+
+    threads = [threading.Thread(target=claim) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert wins.count(True) == 1
+
+
+def test_not_ready_moves_last_checked_forward_only_while_pending(store: TaskStore) -> None:
+    submit(store, "127")
+    assert store.record_not_ready("127", checked_at=1200.0) is True
+    assert store.record_not_ready("127", checked_at=1150.0) is False
+    task = store.get("127")
+    assert task is not None and task.last_checked_at == 1200.0
+    store.record_result(solved("127"))
+    assert store.record_not_ready("127", checked_at=1300.0) is False
+    assert store.record_not_ready("no-such-1", checked_at=1300.0) is False
+
+
+def test_report_is_claimed_once_and_confirmed(store: TaskStore) -> None:
+    submit(store, "130")
+    store.record_result(solved("130", at=1030.0))
+    claim = store.claim_report(
+        "130", ReportVerdict.BAD, 1100.0, window_start=200.0, lease_seconds=60
+    )
+    assert claim is ReportClaim.CLAIMED
+    assert store.confirm_report("130", claimed_at=1100.0) is True
+    again = store.claim_report(
+        "130", ReportVerdict.GOOD, 9000.0, window_start=200.0, lease_seconds=60
+    )
+    assert again is ReportClaim.ALREADY_REPORTED
+    task = store.get("130")
+    assert task is not None and (task.reported, task.reported_at) == (ReportVerdict.BAD, 1100.0)
+
+
+def test_report_refusals_say_why(store: TaskStore) -> None:
+    submit(store, "131")
+    assert (
+        store.claim_report("131", ReportVerdict.BAD, 1100.0, window_start=200.0, lease_seconds=60)
+        is ReportClaim.NOT_SOLVED
+    )
+    assert (
+        store.claim_report("132", ReportVerdict.BAD, 1100.0, window_start=200.0, lease_seconds=60)
+        is ReportClaim.UNKNOWN_TASK
+    )
+    assert store.get("132") is None
+    store.record_result(solved("131", at=1030.0))
+    assert (
+        store.claim_report("131", ReportVerdict.BAD, 2000.0, window_start=1031.0, lease_seconds=60)
+        is ReportClaim.WINDOW_CLOSED
+    )
+    task = store.get("131")
+    assert task is not None and task.reported is None
+
+
+def test_a_released_or_lapsed_claim_can_be_claimed_again(store: TaskStore) -> None:
+    submit(store, "133")
+    store.record_result(solved("133", at=1030.0))
+    store.claim_report("133", ReportVerdict.BAD, 1100.0, window_start=200.0, lease_seconds=60)
+    assert store.release_report("133", claimed_at=1100.0) is True
+    task = store.get("133")
+    assert task is not None and task.reported is None
+    store.claim_report("133", ReportVerdict.GOOD, 1110.0, window_start=200.0, lease_seconds=60)
+    held = store.claim_report(
+        "133", ReportVerdict.BAD, 1169.0, window_start=200.0, lease_seconds=60
+    )
+    assert held is ReportClaim.ALREADY_REPORTED
+    lapsed = store.claim_report(
+        "133", ReportVerdict.BAD, 1171.0, window_start=200.0, lease_seconds=60
+    )
+    assert lapsed is ReportClaim.CLAIMED
+    assert store.confirm_report("133", claimed_at=1110.0) is False  # the lapsed claim is not ours
+    assert store.release_report("133", claimed_at=1110.0) is False

@@ -25,6 +25,7 @@ FUNCTIONS = {
     "ReplayFunction": "pingback_guard.handlers.replay.handler",
     "PollerFunction": "pingback_guard.handlers.poller.handler",
     "RegisterFunction": "pingback_guard.handlers.register.handler",
+    "ReportFunction": "pingback_guard.handlers.report.handler",
 }
 # Not the product: examples/ deployed only with DeployExampleConsumer=true (docs/events.md).
 EXAMPLE_FUNCTIONS = {"ResultConsumerFunction": "result_consumer.handler.handler"}

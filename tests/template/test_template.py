@@ -29,6 +29,9 @@ COMMON_ENV = {
     "DUE_INDEX_NAME",
     "DUE_SHARDS",
     "RESULT_TTL_DAYS",
+    "RECAPTCHA_TOKEN_LIFETIME_SECONDS",
+    "HCAPTCHA_TOKEN_LIFETIME_SECONDS",
+    "TURNSTILE_TOKEN_LIFETIME_SECONDS",
 }
 FUNCTION_ENV = {
     "SubmitFunction": {
@@ -39,8 +42,23 @@ FUNCTION_ENV = {
         "PUBLIC_BASE_URL",
         "CALLBACK_TIMEOUT_SECONDS",
     },
-    "GetTaskFunction": {"ADMIN_PRINCIPAL_ARN"},
-    "RegisterFunction": {"CALLBACK_SECRET_ID", "PUBLIC_BASE_URL", "CALLBACK_TIMEOUT_SECONDS"},
+    "GetTaskFunction": {
+        "ADMIN_PRINCIPAL_ARN",
+        "PROVIDER_BASE_URL",
+        "PROVIDER_API_KEY_PARAMETER",
+        "READ_THROUGH_INTERVAL_SECONDS",
+    },
+    "RegisterFunction": {
+        "CALLBACK_SECRET_ID",
+        "PUBLIC_BASE_URL",
+        "CALLBACK_TIMEOUT_SECONDS",
+        "EXPECTED_SOLVE_SECONDS",
+    },
+    "ReportFunction": {
+        "PROVIDER_BASE_URL",
+        "PROVIDER_API_KEY_PARAMETER",
+        "REPORT_WINDOW_SECONDS",
+    },
     "CallbackFunction": {
         "DEAD_LETTER_QUEUE_URL",
         "CALLBACK_SECRET_ID",
@@ -67,12 +85,20 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
         "secretsmanager:GetSecretValue": {"CallbackSecret"},
         "ssm:GetParameter": {"ProviderApiKeyParameterName"},
     },
-    "GetTaskFunction": {"dynamodb:GetItem": {TABLE}},
+    "GetTaskFunction": {
+        "dynamodb:GetItem": {TABLE},
+        "dynamodb:UpdateItem": {TABLE},
+        "ssm:GetParameter": {"ProviderApiKeyParameterName"},
+    },
     # No queue: a worker whose registration gets a 503 retries it (registration is idempotent).
     "RegisterFunction": {
         "dynamodb:UpdateItem": {TABLE},
         "dynamodb:GetItem": {TABLE},
         "secretsmanager:GetSecretValue": {"CallbackSecret"},
+    },
+    "ReportFunction": {
+        "dynamodb:UpdateItem": {TABLE},
+        "ssm:GetParameter": {"ProviderApiKeyParameterName"},
     },
     "CallbackFunction": {
         "dynamodb:UpdateItem": {TABLE},
@@ -104,6 +130,7 @@ CUSTOM_METRIC_ALARMS = {
     "PollRecoveredAlarm": "PollRecovered",
     "SubmitNotRecordedAlarm": "SubmitNotRecorded",
     "ProvisionalResultDiscardedAlarm": "ProvisionalResultDiscarded",
+    "TokenDeliveredUnusableAlarm": "TokenDeliveredUnusable",
 }
 QUEUE_ALARMS = {
     "DeadLetterQueueDepthAlarm": ("DeadLetterQueue", "ApproximateNumberOfMessagesVisible"),
@@ -132,6 +159,13 @@ DASHBOARD_METRICS = {
     "ProvisionalResultDiscarded",
     "TaskRegistered",
     "ReplayRejected",
+    "TokenAgeAtDelivery",
+    "TokenDeliveredUnusable",
+    "ReadThroughRecovered",
+    "ReadThroughError",
+    "ReportedGood",
+    "ReportedBad",
+    "ReportFailed",
 }
 OUTPUTS = {
     "ApiUrl",
@@ -195,7 +229,7 @@ def test_globals_environment(template: dict[str, Any]) -> None:
     assert variables["POWERTOOLS_TRACER_CAPTURE_RESPONSE"] == "false"
 
 
-def test_exactly_the_five_functions_with_their_handlers(resources: dict[str, Any]) -> None:
+def test_exactly_the_six_functions_with_their_handlers(resources: dict[str, Any]) -> None:
     found = {name: body["Properties"]["Handler"] for name, body in functions(resources).items()}
     assert found == FUNCTIONS
 
@@ -237,7 +271,13 @@ def test_timeouts_leave_the_poller_room_and_fit_the_api(resources: dict[str, Any
         name: body["Properties"].get("Timeout", 10) for name, body in functions(resources).items()
     }
     # HTTP API integrations time out at 30 s.
-    for name in ("SubmitFunction", "GetTaskFunction", "CallbackFunction", "RegisterFunction"):
+    for name in (
+        "SubmitFunction",
+        "GetTaskFunction",
+        "CallbackFunction",
+        "RegisterFunction",
+        "ReportFunction",
+    ):
         assert timeouts[name] <= 29
     assert timeouts["PollerFunction"] >= 30
 
@@ -280,6 +320,7 @@ def test_access_log_never_records_the_path(resources: dict[str, Any]) -> None:
         ("SubmitFunction", {("POST", "/tasks")}),
         ("GetTaskFunction", {("GET", "/tasks/{task_id}")}),
         ("RegisterFunction", {("POST", "/pingback-urls"), ("PUT", "/tasks/{task_id}")}),
+        ("ReportFunction", {("POST", "/tasks/{task_id}/report")}),
     ],
 )
 def test_task_routes_use_iam_auth(
@@ -315,6 +356,7 @@ def test_translated_api_secures_only_the_task_routes(translated: dict[str, Any])
     assert security[("GET", "/tasks/{task_id}")] == [{"AWS_IAM": []}]
     assert security[("PUT", "/tasks/{task_id}")] == [{"AWS_IAM": []}]
     assert security[("POST", "/pingback-urls")] == [{"AWS_IAM": []}]
+    assert security[("POST", "/tasks/{task_id}/report")] == [{"AWS_IAM": []}]
     for route in (("GET", "/callback/{secret}"), ("POST", "/callback/{secret}")):
         assert security[route] is None
     assert security[("GET", "/2captcha.txt")] is None
@@ -404,7 +446,9 @@ def test_poller_queries_only_the_due_index(resources: dict[str, Any]) -> None:
             assert "dynamodb:Scan" not in as_list(statement["Action"])
 
 
-@pytest.mark.parametrize("function", ["SubmitFunction", "PollerFunction"])
+@pytest.mark.parametrize(
+    "function", ["SubmitFunction", "PollerFunction", "GetTaskFunction", "ReportFunction"]
+)
 def test_api_key_parameter_arn_is_built_from_its_name(
     template: dict[str, Any], resources: dict[str, Any], function: str
 ) -> None:
@@ -702,6 +746,10 @@ PUBLIC_ON_PURPOSE = {
     "ProviderApiKeyParameterName",
     # Served publicly at GET /2captcha.txt for the provider's domain check.
     "PingbackVerificationToken",
+    # How many seconds a CAPTCHA token stays usable: a number, not a token.
+    "RecaptchaTokenLifetimeSeconds",
+    "HcaptchaTokenLifetimeSeconds",
+    "TurnstileTokenLifetimeSeconds",
 }
 
 
@@ -755,6 +803,11 @@ def test_required_parameters_and_defaults(template: dict[str, Any]) -> None:
         "AlarmEmail": "",
         "AwsEndpointUrl": "",
         "AdminPrincipalArn": "",
+        "ReadThroughIntervalSeconds": 5,
+        "RecaptchaTokenLifetimeSeconds": 120,
+        "HcaptchaTokenLifetimeSeconds": 120,
+        "TurnstileTokenLifetimeSeconds": 300,
+        "ReportWindowSeconds": 900,
     }
     for name, default in expected_defaults.items():
         assert parameters[name]["Default"] == default, name
@@ -790,3 +843,27 @@ def test_endpoint_override_is_absent_unless_set(template: dict[str, Any]) -> Non
     assert variables["AWS_ENDPOINT_URL"] == {
         "Fn::If": ["HasAwsEndpointUrl", {"Ref": "AwsEndpointUrl"}, {"Ref": "AWS::NoValue"}]
     }
+
+
+# ------------------------------------------------------------------ freshness (issue 10)
+
+
+def test_token_age_is_charted_per_delivery_path_and_nothing_else(
+    resources: dict[str, Any],
+) -> None:
+    """The delivery_path dimension stays as small as DeliveryPath: one chart row per value."""
+    from pingback_guard.domain.task import DeliveryPath
+
+    body = resources["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"][0]
+    rows = re.findall(
+        r'"TokenAgeAtDelivery", "service", "\$\{Svc\}", "([a-z_]+)", "([a-z_]+)"', body
+    )
+    assert {dimension for dimension, _ in rows} == {"delivery_path"}
+    assert sorted(path for _, path in rows) == sorted(path.value for path in DeliveryPath)
+
+
+def test_read_through_respects_the_providers_rate_rule(template: dict[str, Any]) -> None:
+    interval = template["Parameters"]["ReadThroughIntervalSeconds"]
+    assert interval["MinValue"] >= 5  # 2captcha: no more often than every 5 s per task
+    own = template["Resources"]["GetTaskFunction"]["Properties"]["Environment"]["Variables"]
+    assert own["READ_THROUGH_INTERVAL_SECONDS"] == {"Ref": "ReadThroughIntervalSeconds"}

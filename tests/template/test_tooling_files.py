@@ -162,6 +162,7 @@ def test_invoke_events_match_the_template_routes(resources: dict[str, Any]) -> N
         "GET /tasks/{task_id}",
         "POST /pingback-urls",
         "PUT /tasks/{task_id}",
+        "POST /tasks/{task_id}/report",
     }
     seen = set()
     for path in sorted((ROOT / "events").glob("*.json")):

@@ -101,7 +101,7 @@ def test_a_not_ready_answer_is_recorded_as_the_last_check(store: InMemoryTaskSto
     pending(store, "1", first_poll=SUBMITTED + 20)
     service = poller(store, FakeProvider())
     service.sweep(now=SUBMITTED + 20, remaining_seconds=plenty)
-    assert store.last_checked["1"] == SUBMITTED + 20
+    assert store.tasks["1"].last_checked_at == SUBMITTED + 20
     store.tasks["1"] = dataclasses.replace(store.tasks["1"], due_at=SUBMITTED + 50)
     service = poller(store, FakeProvider(answers={"1": TOKEN}))
     service.sweep(now=SUBMITTED + 50, remaining_seconds=plenty)
@@ -214,7 +214,8 @@ def test_provider_outage_reschedules_and_keeps_going(store: InMemoryTaskStore) -
     report = poller(store, provider).sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
     assert (report.requests, report.retryable_errors) == (2, 2)
     assert all((t.due_at or 0) > SUBMITTED + 130 for t in store.tasks.values())
-    assert store.last_checked == {}  # no answer is not a "not ready"
+    # no answer is not a "not ready"
+    assert all(t.last_checked_at is None for t in store.tasks.values())
 
 
 def test_requests_per_sweep_are_bounded(store: InMemoryTaskStore) -> None:

@@ -23,6 +23,8 @@ from pingback_guard.domain.task import (
     DeliveryPath,
     DueTask,
     NewTask,
+    ReportClaim,
+    ReportVerdict,
     StoreOutcome,
     SubmissionOutcome,
     Task,
@@ -129,8 +131,8 @@ class DynamoDbTaskStore:
             task.task_id,
             "SET #method = :method, sitekey = :sitekey, page_url = :page_url,"
             " extras = :extras, submitted_at = :submitted_at, #status = :pending,"
-            " due_shard = :shard, due_at = :due, poll_attempts = :zero, expires_at = :ttl"
-            f"{identity}{remove}",
+            " due_shard = :shard, due_at = :due, poll_attempts = :zero, expires_at = :ttl,"
+            f" token_lifetime_seconds = :lifetime{identity}{remove}",
             condition=condition,
             names=names,
             values=_values(
@@ -141,6 +143,7 @@ class DynamoDbTaskStore:
                 due=task.first_poll_at,
                 zero=0,
                 ttl=self._expiry(task.submitted_at),
+                lifetime=self._settings.token_lifetimes.for_method(task.request.method),
             ),
         )
 
@@ -154,7 +157,8 @@ class DynamoDbTaskStore:
                 task,
                 described,
                 condition="attribute_not_exists(submitted_at)",
-                remove=f" REMOVE solution, #error, received_at, delivered_via{stale_nonce}",
+                remove=f" REMOVE solution, #error, received_at, delivered_via, finished_after,"
+                f" usable_until{stale_nonce}",
             )
         except ConditionRefused:
             return SubmissionOutcome.ALREADY_REGISTERED
@@ -176,10 +180,14 @@ class DynamoDbTaskStore:
             return
 
     def record_result(self, result: TaskResult) -> StoreOutcome:
+        """A task the table does not know yet (no token_lifetime_seconds) gets the shortest
+        lifetime: its usable_until may be early, never late."""
         return self._store_pingback_aware(
             result,
             "SET solution = :code, #status = :solved, received_at = :received,"
-            " delivered_via = :via, expires_at = :ttl{nonce} REMOVE due_shard, due_at, #error",
+            " delivered_via = :via, expires_at = :ttl, finished_after = :finished,"
+            " usable_until = if_not_exists(token_lifetime_seconds, :lifetime) + :finished{nonce}"
+            " REMOVE due_shard, due_at, #error",
             condition="attribute_not_exists(solution)",
             names={"#status": "status", "#error": "error"},
             values={
@@ -187,6 +195,8 @@ class DynamoDbTaskStore:
                 "solved": TaskStatus.SOLVED.value,
                 "received": result.received_at,
                 "via": result.delivered_via.value,
+                "finished": result.finished_at_earliest,
+                "lifetime": self._settings.token_lifetimes.shortest,
             },
             same=lambda old: old.get("solution") == result.code,
         )
@@ -370,6 +380,89 @@ class DynamoDbTaskStore:
         except ConditionRefused:
             return
 
+    def claim_read_through(self, task_id: str, now: float, interval_seconds: float) -> bool:
+        try:
+            self._update(
+                task_id,
+                "SET read_through_at = :now",
+                condition="#status = :pending AND (attribute_not_exists(read_through_at)"
+                " OR read_through_at <= :cutoff)",
+                names={"#status": "status"},
+                values=_values(
+                    now=now, cutoff=now - interval_seconds, pending=TaskStatus.PENDING.value
+                ),
+                return_old=False,
+            )
+        except ConditionRefused:
+            return False
+        return True
+
+    def record_not_ready(self, task_id: str, checked_at: float) -> bool:
+        try:
+            self._update(
+                task_id,
+                "SET last_checked_at = :at",
+                condition="#status = :pending AND (attribute_not_exists(last_checked_at)"
+                " OR last_checked_at < :at)",
+                names={"#status": "status"},
+                values=_values(at=checked_at, pending=TaskStatus.PENDING.value),
+                return_old=False,
+            )
+        except ConditionRefused:
+            return False
+        return True
+
+    def claim_report(
+        self,
+        task_id: str,
+        verdict: ReportVerdict,
+        now: float,
+        window_start: float,
+        lease_seconds: float,
+    ) -> ReportClaim:
+        """One conditional write decides; a refusal is judged from the old item, no read."""
+        try:
+            self._update(
+                task_id,
+                "SET reported = :verdict, reported_at = :now, report_lease_until = :lease",
+                condition="attribute_exists(solution)"
+                " AND (attribute_not_exists(reported) OR report_lease_until < :now)"
+                " AND (finished_after >= :window_start"
+                " OR (attribute_not_exists(finished_after) AND received_at >= :window_start))",
+                names={},
+                values=_values(
+                    verdict=verdict.value,
+                    now=now,
+                    lease=now + lease_seconds,
+                    window_start=window_start,
+                ),
+            )
+        except ConditionRefused as refused:
+            return _refused_report(refused.old_item, now)
+        return ReportClaim.CLAIMED
+
+    def confirm_report(self, task_id: str, claimed_at: float) -> bool:
+        return self._settle_report(task_id, claimed_at, "REMOVE report_lease_until")
+
+    def release_report(self, task_id: str, claimed_at: float) -> bool:
+        return self._settle_report(
+            task_id, claimed_at, "REMOVE reported, reported_at, report_lease_until"
+        )
+
+    def _settle_report(self, task_id: str, claimed_at: float, expression: str) -> bool:
+        try:
+            self._update(
+                task_id,
+                expression,
+                condition="reported_at = :claimed AND attribute_exists(report_lease_until)",
+                names={},
+                values=_values(claimed=claimed_at),
+                return_old=False,
+            )
+        except ConditionRefused:
+            return False
+        return True
+
     def get(self, task_id: str) -> Task | None:
         item = self._get_item(task_id)
         return _task_from_item(item) if item else None
@@ -438,9 +531,10 @@ class DynamoDbTaskStore:
             "Key": {"task_id": {"S": task_id}},
             "UpdateExpression": expression,
             "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
+        if names:
+            request["ExpressionAttributeNames"] = names
         if return_old:
             request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
         self._call("UpdateItem", self._client.update_item, **request)
@@ -553,8 +647,25 @@ def _task_from_item(item: Mapping[str, Any]) -> Task:
         due_at=_float_or_none(item.get("due_at")),
         owner=_text_or_none(item.get("owner")),
         nonce=_text_or_none(item.get("nonce")),
+        finished_after=_float_or_none(item.get("finished_after")),
+        usable_until=_float_or_none(item.get("usable_until")),
+        last_checked_at=_float_or_none(item.get("last_checked_at")),
+        read_through_at=_float_or_none(item.get("read_through_at")),
+        reported=ReportVerdict(item["reported"]) if item.get("reported") else None,
+        reported_at=_float_or_none(item.get("reported_at")),
     )
 
 
 def _text_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _refused_report(old: Mapping[str, Any] | None, now: float) -> ReportClaim:
+    if not old:
+        return ReportClaim.UNKNOWN_TASK
+    if "solution" not in old:
+        return ReportClaim.NOT_SOLVED
+    lease = _float_or_none(old.get("report_lease_until"))
+    if "reported" in old and (lease is None or lease >= now):
+        return ReportClaim.ALREADY_REPORTED
+    return ReportClaim.WINDOW_CLOSED

@@ -8,6 +8,8 @@ from pingback_guard.domain.lease import PollerLease
 from pingback_guard.domain.task import (
     DueTask,
     NewTask,
+    ReportClaim,
+    ReportVerdict,
     StoreOutcome,
     SubmissionOutcome,
     Task,
@@ -53,3 +55,28 @@ class TaskStore(Protocol):
         self, holder: str, now: float, solve_samples: dict[str, list[float]]
     ) -> None:
         """Free the lease if ``holder`` still has it, keeping what the poller learned."""
+
+    def claim_read_through(self, task_id: str, now: float, interval_seconds: float) -> bool:
+        """Guard of a worker-triggered res.php check: True for at most one caller per interval,
+        and only while the task is PENDING."""
+
+    def record_not_ready(self, task_id: str, checked_at: float) -> bool:
+        """A "not ready" answer at ``checked_at`` (last_checked_at never moves back); False when
+        the task was no longer PENDING."""
+
+    def claim_report(
+        self,
+        task_id: str,
+        verdict: ReportVerdict,
+        now: float,
+        window_start: float,
+        lease_seconds: float,
+    ) -> ReportClaim:
+        """The one report of a solved task finished at or after ``window_start``. The claim is a
+        lease until confirmed, so a report the provider never got can be tried again."""
+
+    def confirm_report(self, task_id: str, claimed_at: float) -> bool:
+        """The provider took the report claimed at ``claimed_at``: it is final."""
+
+    def release_report(self, task_id: str, claimed_at: float) -> bool:
+        """The provider did not take the report claimed at ``claimed_at``: forget the claim."""

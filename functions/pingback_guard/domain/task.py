@@ -46,6 +46,7 @@ class DeliveryPath(StrEnum):
     CALLBACK = "callback"
     REPLAY = "replay"
     POLL = "poll"
+    READ_THROUGH = "read_through"
 
 
 class StoreOutcome(StrEnum):
@@ -81,6 +82,45 @@ def is_clean_text(value: object) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+class ReportVerdict(StrEnum):
+    """What a worker says of a solved task's token (reportgood / reportbad)."""
+
+    GOOD = "good"
+    BAD = "bad"
+
+
+class ReportClaim(StrEnum):
+    """What the conditional write that claims a task's one report found."""
+
+    CLAIMED = "claimed"
+    UNKNOWN_TASK = "unknown_task"
+    NOT_SOLVED = "not_solved"
+    ALREADY_REPORTED = "already_reported"
+    WINDOW_CLOSED = "report_window_closed"
+
+
+@dataclass(frozen=True)
+class TokenLifetimes:
+    """How long a token is usable after the provider finished it, per CAPTCHA kind (seconds)."""
+
+    recaptcha: float = 120.0
+    hcaptcha: float = 120.0
+    turnstile: float = 300.0
+
+    def for_method(self, method: str) -> float:
+        by_method = {
+            "userrecaptcha": self.recaptcha,
+            "hcaptcha": self.hcaptcha,
+            "turnstile": self.turnstile,
+        }
+        return by_method.get(method, self.shortest)
+
+    @property
+    def shortest(self) -> float:
+        """For a result whose kind is unknown: never call a token fresh that may not be."""
+        return min(self.recaptcha, self.hcaptcha, self.turnstile)
 
 
 def normalise_task_id(raw: object) -> str:
@@ -140,6 +180,10 @@ class TaskResult:
         """Pingbacks (and their replays) came over the public route; poll answers did not."""
         return self.delivered_via in PROVEN_PATHS
 
+    @property
+    def finished_at_earliest(self) -> float:
+        return self.received_at if self.finished_after is None else self.finished_after
+
 
 @dataclass(frozen=True)
 class DueTask:
@@ -167,9 +211,38 @@ class Task:
     due_at: float | None
     owner: str | None = None
     nonce: str | None = None
+    finished_after: float | None = None
+    usable_until: float | None = None
+    last_checked_at: float | None = None
+    read_through_at: float | None = None
+    reported: ReportVerdict | None = None
+    reported_at: float | None = None
+
+    @property
+    def finished_at_earliest(self) -> float | None:
+        return self.received_at if self.finished_after is None else self.finished_after
+
+    def is_overdue(self, now: float) -> bool:
+        """PENDING past its first poll time: its result is likely ready but has not arrived."""
+        if self.status is not TaskStatus.PENDING:
+            return False
+        polled_before = self.poll_attempts > 0 or self.last_checked_at is not None
+        return polled_before or (self.due_at is not None and now >= self.due_at)
+
+    def is_usable(self, now: float) -> bool:
+        """Only a token with a known deadline still ahead is usable; unknown counts as not."""
+        return (
+            self.solution is not None and self.usable_until is not None and now < self.usable_until
+        )
 
     def view(self, now: float) -> dict[str, Any]:
-        """The task as the API returns it. The token's age tells whether it is still usable."""
+        """The task as the API returns it, with honest age bounds of its token.
+
+        The age counts from the earliest moment the provider can have finished the token, so a
+        token recovered late is never shown younger than it may be.
+        """
+        earliest = self.finished_at_earliest
+        has_token = self.solution is not None
         return {
             "task_id": self.task_id,
             "status": self.status.value,
@@ -177,11 +250,13 @@ class Task:
             "error": self.error,
             "delivered_via": self.delivered_via.value if self.delivered_via else None,
             "submitted_at": self.submitted_at,
-            "received_at": self.received_at,
+            "finished_at_earliest": earliest,
+            "finished_at_latest": self.received_at,
+            "usable_until": self.usable_until if has_token else None,
+            "usable": self.is_usable(now),
             "token_age_seconds": (
-                round(now - self.received_at, 3)
-                if self.solution is not None and self.received_at is not None
-                else None
+                round(now - earliest, 3) if has_token and earliest is not None else None
             ),
             "poll_attempts": self.poll_attempts,
+            "reported": self.reported.value if self.reported else None,
         }

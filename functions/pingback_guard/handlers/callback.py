@@ -25,7 +25,8 @@ from pingback_guard.logic.callback import (
     CallbackService,
     parse_callback,
 )
-from pingback_guard.observability import logger, metrics, tracer
+from pingback_guard.logic.results import unread_delivery
+from pingback_guard.observability import emit_delivery, logger, metrics, tracer
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
 from pingback_guard.settings import CallbackSettings
 from pingback_guard.wiring import callback_secrets_reader, dynamodb_client, sqs_client
@@ -76,6 +77,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         metrics.add_metric(name="CallbackRejected", unit=MetricUnit.Count, value=1)
         logger.warning("callback rejected", extra={"status": 403, "why": "proof does not fit"})
         return text_response(403, "forbidden")
+    if outcome is CallbackOutcome.ACCEPTED:
+        emit_delivery(unread_delivery(result, settings.table.token_lifetimes, time.time()))
     logger.info("callback handled", extra={"outcome": outcome.value})
     return text_response(200, "OK")
 

@@ -1,4 +1,5 @@
-"""GetTaskFunction: GET /tasks/{task_id} returns the task's status and result."""
+"""GetTaskFunction: GET /tasks/{task_id} returns the task's status and result; for an overdue
+PENDING task it first checks res.php (read-through, at most once per task per interval)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 import time
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -14,19 +16,26 @@ from pingback_guard.domain.errors import StoreError
 from pingback_guard.domain.task import normalise_task_id
 from pingback_guard.handlers.principal import caller_principal
 from pingback_guard.handlers.responses import json_response
-from pingback_guard.logic.get_task import TaskQuery
-from pingback_guard.observability import logger, tracer
+from pingback_guard.logic.get_task import Lookup, ReadThroughOutcome, ReadThroughPolicy, TaskQuery
+from pingback_guard.observability import emit_delivery, logger, metrics, tracer
+from pingback_guard.provider.captchaai import RetryPolicy
+from pingback_guard.provider.wiring import captchaai_client
 from pingback_guard.settings import GetTaskSettings
 from pingback_guard.wiring import dynamodb_client
 
 settings = GetTaskSettings.from_env(os.environ)
 query = TaskQuery(
-    DynamoDbTaskStore(dynamodb_client(), settings.table), settings.admin_principal_arn
+    DynamoDbTaskStore(dynamodb_client(), settings.table),
+    # One attempt: a worker is waiting on this answer, and its next GET is the retry.
+    captchaai_client(settings.provider, retry=RetryPolicy(attempts=1)),
+    ReadThroughPolicy(interval_seconds=settings.read_through_interval_seconds),
+    admin_principal_arn=settings.admin_principal_arn,
 )
 
 
 @logger.inject_lambda_context(log_event=False, clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = APIGatewayProxyEventV2(event)
     principal = caller_principal(request)
@@ -37,10 +46,24 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     except ValueError as error:
         return json_response(400, {"error": str(error)})
     try:
-        view = query.view(task_id, now=time.time(), principal=principal)
+        found = query.look(task_id, now=time.time(), principal=principal)
     except StoreError as error:
         logger.error("task lookup failed", extra={"task_id": task_id, "reason": str(error)})
         return json_response(503, {"error": "task store unavailable; try again"})
-    if view is None:
+    if found is None:
         return json_response(404, {"error": "unknown task", "task_id": task_id})
-    return json_response(200, view)
+    _record_read_through(task_id, found)
+    return json_response(200, found.view)
+
+
+def _record_read_through(task_id: str, found: Lookup) -> None:
+    if found.read_through is None:
+        return
+    metrics.add_metric(name=found.read_through.value, unit=MetricUnit.Count, value=1)
+    if found.delivery is not None:
+        emit_delivery(found.delivery)
+    if found.read_through in {ReadThroughOutcome.ERROR, ReadThroughOutcome.ACCOUNT_ERROR}:
+        logger.warning(
+            "read-through failed; answered PENDING",
+            extra={"task_id": task_id, "reason": found.error},
+        )

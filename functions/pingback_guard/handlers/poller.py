@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
+from pingback_guard.domain.task import TaskResult
 from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService, PollPolicy, SweepReport
-from pingback_guard.observability import logger, metrics, tracer
+from pingback_guard.logic.results import unread_delivery
+from pingback_guard.observability import emit_delivery, logger, metrics, tracer
 from pingback_guard.provider.wiring import captchaai_client
 from pingback_guard.settings import PollerSettings
 from pingback_guard.wiring import dynamodb_client
 
 settings = PollerSettings.from_env(os.environ)
 provider = settings.provider
+
+
+def _token_recovered(result: TaskResult) -> None:
+    emit_delivery(unread_delivery(result, settings.table.token_lifetimes, time.time()))
+
+
 service = PollerService(
     DynamoDbTaskStore(dynamodb_client(), settings.table),
     captchaai_client(provider),
@@ -33,6 +42,7 @@ service = PollerService(
         batch_probe_seconds=settings.batch_probe_seconds,
     ),
     SolveTimes(default_seconds=settings.expected_solve_seconds),
+    on_token_stored=_token_recovered,
 )
 
 METRIC_BY_COUNT = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -17,13 +18,23 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import PingbackGuardError
+from pingback_guard.domain.task import TaskResult
 from pingback_guard.logic.replay import RejectedMessageError, ReplayService
-from pingback_guard.observability import logger, metrics, tracer
+from pingback_guard.logic.results import unread_delivery
+from pingback_guard.observability import emit_delivery, logger, metrics, tracer
 from pingback_guard.settings import ReplaySettings
 from pingback_guard.wiring import dynamodb_client
 
 settings = ReplaySettings.from_env(os.environ)
-service = ReplayService(DynamoDbTaskStore(dynamodb_client(), settings.table))
+
+
+def _token_replayed(result: TaskResult) -> None:
+    emit_delivery(unread_delivery(result, settings.table.token_lifetimes, time.time()))
+
+
+service = ReplayService(
+    DynamoDbTaskStore(dynamodb_client(), settings.table), on_token_stored=_token_replayed
+)
 # A batch whose every record fails is still a partial-failure answer, not a function error:
 # SQS retries those messages and parks them; the Errors alarm stays for real crashes.
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)

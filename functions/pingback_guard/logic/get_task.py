@@ -1,21 +1,123 @@
-"""What a worker sees of a task."""
+"""What a worker sees of a task, and the res.php check its waiting may trigger (read-through)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from pingback_guard.data.store import TaskStore
+from pingback_guard.domain.errors import PingbackGuardError, ProviderAccountError
+from pingback_guard.domain.task import DeliveryPath, StoreOutcome, Task, TaskResult
 from pingback_guard.logic.access import may_access
+from pingback_guard.logic.results import Delivery, store_result, stored_delivery
+from pingback_guard.provider.answers import AnswerKind
+from pingback_guard.provider.client import ProviderClient
+
+
+class ReadThroughOutcome(StrEnum):
+    """Each outcome is also the name of the metric the handler emits for it."""
+
+    SKIPPED = "ReadThroughSkipped"  # another caller checked this task less than an interval ago
+    NOT_READY = "ReadThroughNotReady"
+    STORED = "ReadThroughRecovered"
+    TASK_FAILED = "ReadThroughTaskFailed"
+    ALREADY_STORED = "ReadThroughDuplicate"
+    NO_ANSWER = "ReadThroughNoAnswer"  # retryable answer: the poller or the next GET tries again
+    ERROR = "ReadThroughError"  # provider, secret or store error: the view is PENDING
+    # The key is refused: counted under the metric the account alarm already watches.
+    ACCOUNT_ERROR = "ProviderAccountError"
+
+
+@dataclass(frozen=True)
+class Lookup:
+    view: dict[str, Any]
+    read_through: ReadThroughOutcome | None = None
+    delivery: Delivery | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ReadThroughPolicy:
+    interval_seconds: float
 
 
 class TaskQuery:
-    def __init__(self, store: TaskStore, admin_principal_arn: str = "") -> None:
+    def __init__(
+        self,
+        store: TaskStore,
+        provider: ProviderClient | None = None,
+        policy: ReadThroughPolicy | None = None,
+        admin_principal_arn: str = "",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self._store = store
+        self._provider = provider
+        self._policy = policy
         self._admin_principal_arn = admin_principal_arn
+        self._clock = clock
 
     def view(self, task_id: str, now: float, principal: str) -> dict[str, Any] | None:
-        """None for an unknown task and for another principal's task alike."""
+        found = self.look(task_id, now, principal)
+        return found.view if found else None
+
+    def look(self, task_id: str, now: float, principal: str) -> Lookup | None:
+        """Read the task (a StoreError here is the caller's 503); an overdue PENDING task is
+        checked at res.php first. Nothing after the first read can fail the lookup. None for an
+        unknown task and for another principal's task alike, before any res.php request."""
         task = self._store.get(task_id)
         if task is None or not may_access(task, principal, self._admin_principal_arn):
             return None
-        return task.view(now)
+        if self._provider is None or self._policy is None or not task.is_overdue(now):
+            return Lookup(task.view(now))
+        try:
+            return self._read_through(task, now, self._provider, self._policy)
+        except ProviderAccountError as error:
+            return Lookup(task.view(now), ReadThroughOutcome.ACCOUNT_ERROR, error=str(error))
+        except PingbackGuardError as error:
+            return Lookup(task.view(now), ReadThroughOutcome.ERROR, error=str(error))
+
+    def _read_through(
+        self, task: Task, now: float, provider: ProviderClient, policy: ReadThroughPolicy
+    ) -> Lookup:
+        # The item just read says whether a check is recent: most GETs of a waiting worker end
+        # here without a write. The conditional write settles the races the read cannot see.
+        recent = task.read_through_at is not None and now - task.read_through_at < (
+            policy.interval_seconds
+        )
+        if recent or not self._store.claim_read_through(task.task_id, now, policy.interval_seconds):
+            return Lookup(task.view(now), ReadThroughOutcome.SKIPPED)
+        answer = provider.get_results([task.task_id]).get(task.task_id)
+        answered_at = self._clock()
+        if answer is None or not answer.is_final:
+            if answer is not None and answer.kind is AnswerKind.NOT_READY:
+                # Not finished when the provider read the request, which was after `now`: the
+                # earliest bound of a later result never lies after the real finish.
+                self._store.record_not_ready(task.task_id, now)
+                return Lookup(task.view(answered_at), ReadThroughOutcome.NOT_READY)
+            return Lookup(task.view(answered_at), ReadThroughOutcome.NO_ANSWER)
+        result = TaskResult(
+            task.task_id,
+            answer.value,
+            DeliveryPath.READ_THROUGH,
+            received_at=answered_at,
+            finished_after=_last_seen_unfinished(task),
+        )
+        outcome = store_result(self._store, result)
+        stored = self._store.get(task.task_id) or task
+        if outcome is not StoreOutcome.STORED:
+            return Lookup(stored.view(answered_at), ReadThroughOutcome.ALREADY_STORED)
+        if result.is_failure:
+            return Lookup(stored.view(answered_at), ReadThroughOutcome.TASK_FAILED)
+        return Lookup(
+            stored.view(answered_at),
+            ReadThroughOutcome.STORED,
+            stored_delivery(result, stored, answered_at),
+        )
+
+
+def _last_seen_unfinished(task: Task) -> float | None:
+    """The provider finished after its last "not ready" answer, else after the submit."""
+    return task.last_checked_at if task.last_checked_at is not None else task.submitted_at

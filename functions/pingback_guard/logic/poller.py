@@ -100,6 +100,7 @@ class PollerService:
         *,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        on_token_stored: Callable[[TaskResult], None] | None = None,
     ) -> None:
         self._store = store
         self._provider = provider
@@ -108,6 +109,7 @@ class PollerService:
         self._clock = clock
         self._sleep = sleep
         self._batching_paused_until = -math.inf
+        self._on_token_stored = on_token_stored
 
     def run(self, remaining_seconds: Callable[[], float]) -> SweepReport:
         """Hold the lease and sweep every few seconds while tasks come due before we stop."""
@@ -244,6 +246,8 @@ class PollerService:
         elif answer.kind is AnswerKind.READY:
             report.recovered += 1
             report.recovery_delays.append(now - task.submitted_at)
+            if self._on_token_stored:
+                self._on_token_stored(result)
         else:
             report.failed += 1
 

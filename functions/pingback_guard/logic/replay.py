@@ -68,16 +68,25 @@ OUTCOME_OF_SUBMISSION = {
 
 
 class ReplayService:
-    def __init__(self, store: TaskStore, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: TaskStore,
+        clock: Callable[[], float] = time.time,
+        on_token_stored: Callable[[TaskResult], None] | None = None,
+    ) -> None:
         self._store = store
         self._clock = clock
+        self._on_token_stored = on_token_stored
 
     def replay(self, message_body: str) -> ReplayOutcome:
         """Raises on a store failure or a malformed message: SQS retries it, then parks it."""
         write = checked_message(message_body, now=self._clock())
         if isinstance(write, NewTask):
             return OUTCOME_OF_SUBMISSION[self._store.record_submission(write)]
-        return OUTCOME_OF_STORE[store_result(self._store, write)]
+        outcome = store_result(self._store, write)
+        if outcome is StoreOutcome.STORED and not write.is_failure and self._on_token_stored:
+            self._on_token_stored(write)
+        return OUTCOME_OF_STORE[outcome]
 
 
 def checked_message(message_body: str, now: float) -> DeadLetter:

@@ -1,7 +1,18 @@
-"""The one rule for storing any delivered result, whichever path brought it."""
+"""The one rule for storing any delivered result, whichever path brought it, and what the
+delivery tells about the token's freshness."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
 
 from pingback_guard.data.store import TaskStore
-from pingback_guard.domain.task import StoreOutcome, TaskResult
+from pingback_guard.domain.task import (
+    DeliveryPath,
+    StoreOutcome,
+    Task,
+    TaskResult,
+    TokenLifetimes,
+)
 
 
 def store_result(store: TaskStore, result: TaskResult) -> StoreOutcome:
@@ -9,3 +20,37 @@ def store_result(store: TaskStore, result: TaskResult) -> StoreOutcome:
     if result.is_failure:
         return store.record_failure(result)
     return store.record_result(result)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A token newly stored: how old it may already be, and whether it can still be used."""
+
+    path: DeliveryPath
+    age_seconds: float
+    usable: bool
+
+
+def delivery_of(result: TaskResult, usable_until: float, delivered_at: float) -> Delivery:
+    """The age counts from the earliest moment the provider can have finished the token."""
+    return Delivery(
+        path=result.delivered_via,
+        age_seconds=max(0.0, delivered_at - result.finished_at_earliest),
+        usable=delivered_at < usable_until,
+    )
+
+
+def stored_delivery(result: TaskResult, stored: Task, delivered_at: float) -> Delivery:
+    """The table computed usable_until from the task's own CAPTCHA kind."""
+    return delivery_of(result, _known_or_zero(stored.usable_until), delivered_at)
+
+
+def unread_delivery(result: TaskResult, lifetimes: TokenLifetimes, delivered_at: float) -> Delivery:
+    """A path that does not read the task assumes the shortest lifetime: a token may be counted
+    unusable a little early (a Turnstile one), never counted usable when it is not."""
+    usable_until = result.finished_at_earliest + lifetimes.shortest
+    return delivery_of(result, usable_until, delivered_at)
+
+
+def _known_or_zero(value: float | None) -> float:
+    return 0.0 if value is None else value

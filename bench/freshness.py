@@ -1,0 +1,423 @@
+"""Figure 7: token freshness when the worker has the token, and what the checking costs.
+
+The local stack (infra.local, template.yaml at its DEFAULT parameters, real time: no time scale,
+because the freshness rules run on wall-clock time inside the functions) against the CaptchaAI
+simulator (solve times lognormal, median 25 s, as the simulator's default). A simulated worker
+per task submits with POST /tasks and waits with GET /tasks/{task_id} about once a second
+(bench/freshness_worker.py). Each stack variant runs two phases: no pingback lost, then every
+pingback lost. Ages are measured against the simulator's truth (when it really finished each
+task), never against what the stack says; the stack's own claims are checked against it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.cost import MILLION, Usage, cost_by_service
+from bench.freshness_worker import GET_PERIOD_SECONDS, HttpWaiter, TaskWaiter
+from bench.outcome import Headline, SectionOutcome, markdown_table, number
+from bench.template_facts import parameter_default
+from infra.local import LocalOptions, LocalStack
+from infra.simulator import Faults, Simulator, SimulatorConfig, SolveTimeDistribution
+from tests.support import TEMPLATE_PATH, template
+
+TASKS = int(os.environ.get("BENCH_FRESHNESS_TASKS", "30"))
+SUBMIT_SPREAD_SECONDS = 10.0
+WAIT_TIMEOUT_SECONDS = 420.0
+AGE_TARGET_SECONDS = 30.0
+EXTRA_REQUESTS_TARGET = 1.0
+API_KEY = "0123456789abcdef0123456789abcdef"
+REQUEST = {
+    "method": "userrecaptcha",
+    "sitekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
+    "page_url": "https://www.google.com/recaptcha/api2/demo",
+}
+CADENCE_FUNCTIONS = ("GetTaskFunction", "PollerFunction")
+REPORT_LINE = re.compile(r"^REPORT RequestId: \S+\tDuration: ([0-9.]+) ms$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Variant:
+    key: str
+    label: str
+    overrides: dict[str, str] = field(default_factory=dict)
+    at_defaults: bool = True
+
+
+VARIANTS = (
+    Variant("defaults_ids", "template defaults, ids= batching on"),
+    Variant("defaults_single", "template defaults, ids= off", {"ProviderBatchIds": "false"}),
+    Variant(
+        "what_if_first_poll_30s",
+        "what-if (NOT the defaults): CallbackTimeoutSeconds=30, ids= on",
+        {"CallbackTimeoutSeconds": "30"},
+        at_defaults=False,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class TaskRun:
+    task_id: str
+    status: str
+    delivered_via: str | None
+    true_age: float | None
+    """When the worker had the token minus when the simulator really finished it."""
+    claimed_age: float | None
+    claimed_usable: bool
+    bounds_hold: bool
+    gets: int
+
+
+@dataclass(frozen=True)
+class Phase:
+    variant: str
+    pingbacks_lost: bool
+    tasks: list[TaskRun]
+    res_get_requests: int
+    invocations: dict[str, list[float]]
+    table_calls: dict[str, int]
+    seconds: float
+
+    @property
+    def solved(self) -> list[TaskRun]:
+        return [task for task in self.tasks if task.true_age is not None]
+
+    def age_percentile(self, fraction: float) -> float | None:
+        return percentile([t.true_age for t in self.solved if t.true_age is not None], fraction)
+
+    @property
+    def res_requests_per_task(self) -> float:
+        return self.res_get_requests / len(self.tasks)
+
+    def lambda_seconds_per_task(self, function: str) -> float:
+        return sum(self.invocations.get(function, [])) / 1000 / len(self.tasks)
+
+
+def percentile(values: Sequence[float], fraction: float) -> float | None:
+    """Nearest rank: the smallest value with at least `fraction` of the values at or below it."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def measure_freshness() -> SectionOutcome:
+    with ThreadPoolExecutor(len(VARIANTS)) as pool:
+        runs = list(pool.map(_run_variant, VARIANTS))
+    phases = [phase for run in runs for phase in run]
+    return freshness_outcome(phases, _lifetime())
+
+
+def _lifetime() -> float:
+    return float(parameter_default(template(), "RecaptchaTokenLifetimeSeconds"))
+
+
+def _run_variant(variant: Variant) -> list[Phase]:
+    config = SimulatorConfig(
+        api_key=API_KEY,
+        seed=20261130,
+        solve_time=SolveTimeDistribution(),  # lognormal, median 25 s, 5..180 s
+        unsolvable_rate=0.0,
+        result_retention_seconds=600.0,
+        faults=Faults(),
+    )
+    with (
+        tempfile.TemporaryDirectory(prefix=f"bench-freshness-{variant.key}-") as run_dir,
+        Simulator(config) as simulator,
+    ):
+        options = LocalOptions(
+            template=TEMPLATE_PATH,
+            provider_url=simulator.base_url,
+            provider_api_key=API_KEY,
+            parameter_overrides=variant.overrides,
+            run_dir=Path(run_dir),
+        )
+        with LocalStack(options) as stack:
+            return [
+                _run_phase(variant, stack, simulator, pingbacks_lost=False),
+                _run_phase(variant, stack, simulator, pingbacks_lost=True),
+            ]
+
+
+def _run_phase(
+    variant: Variant, stack: LocalStack, simulator: Simulator, pingbacks_lost: bool
+) -> Phase:
+    simulator.update_faults(pingback_drop_rate=1.0 if pingbacks_lost else 0.0)
+    log_dir = Path(stack.ready.log_dir)
+    offsets = {name: _log_size(log_dir, name) for name in CADENCE_FUNCTIONS}
+    stack.reset_calls()
+    res_before = simulator.stats()["res_actions"]["get"]
+    started = time.time()
+    waiter = HttpWaiter(stack.ready.api_url)
+    try:
+        with ThreadPoolExecutor(TASKS) as pool:
+            waited = list(pool.map(lambda n: _one_task(waiter, n), range(TASKS)))
+    finally:
+        waiter.close()
+    seconds = time.time() - started
+    res_gets = simulator.stats()["res_actions"]["get"] - res_before
+    truth = {str(task["id"]): task for task in simulator.tasks()}
+    return Phase(
+        variant=variant.key,
+        pingbacks_lost=pingbacks_lost,
+        tasks=[_task_run(task_id, result, truth[task_id]) for task_id, result in waited],
+        res_get_requests=res_gets,
+        invocations={
+            name: _durations_since(log_dir, name, offsets[name]) for name in CADENCE_FUNCTIONS
+        },
+        table_calls=_table_calls(stack.calls_report()["counts"]),
+        seconds=seconds,
+    )
+
+
+def _one_task(waiter: TaskWaiter, index: int) -> tuple[str, Any]:
+    time.sleep(SUBMIT_SPREAD_SECONDS * index / TASKS)
+    task_id = waiter.submit(REQUEST)
+    return task_id, waiter.wait(task_id, WAIT_TIMEOUT_SECONDS)
+
+
+def _task_run(task_id: str, waited: Any, truth: dict[str, Any]) -> TaskRun:
+    view = waited.view
+    solved = view.get("status") == "SOLVED"
+    finished = float(truth["finished_at"])
+    earliest, latest = view.get("finished_at_earliest"), view.get("finished_at_latest")
+    return TaskRun(
+        task_id=task_id,
+        status=str(view.get("status")),
+        delivered_via=view.get("delivered_via"),
+        true_age=waited.had_at - finished if solved else None,
+        claimed_age=view.get("token_age_seconds"),
+        claimed_usable=bool(view.get("usable")),
+        bounds_hold=solved and earliest is not None and earliest <= finished <= latest,
+        gets=waited.gets,
+    )
+
+
+def _log_size(log_dir: Path, function: str) -> int:
+    path = log_dir / f"{function}.log"
+    return path.stat().st_size if path.exists() else 0
+
+
+def _durations_since(log_dir: Path, function: str, offset: int) -> list[float]:
+    path = log_dir / f"{function}.log"
+    if not path.exists():
+        return []
+    with path.open("rb") as log:
+        log.seek(offset)
+        text = log.read().decode("utf-8", "replace")
+    return [float(ms) for ms in REPORT_LINE.findall(text)]
+
+
+def _table_calls(counts: Sequence[dict[str, Any]]) -> dict[str, int]:
+    found: Counter[str] = Counter()
+    for row in counts:
+        if row["service"] == "dynamodb" and row["function"] in CADENCE_FUNCTIONS:
+            found[f"{row['function']}:{row['operation']}"] += int(row["count"])
+    return dict(found)
+
+
+# ------------------------------------------------------------------ figures
+
+
+def cadence_usage(phase: Phase, memory_mb: int) -> Usage:
+    """What checking for results costs per task: the worker's GETs (API request, GetTask
+    invocation, its table requests) and the poller's invocations in the phase. Table requests are
+    priced at one unit each (a lower bound: a result write with a 2-4 KB token costs 3-5)."""
+    tasks = len(phase.tasks)
+    gets = sum(task.gets for task in phase.tasks)
+    calls = phase.table_calls
+    lambda_ms = sum(sum(phase.invocations.get(name, [])) for name in CADENCE_FUNCTIONS)
+    invocations = sum(len(phase.invocations.get(name, [])) for name in CADENCE_FUNCTIONS)
+    total = Usage(
+        api_requests=gets,
+        lambda_requests=invocations,
+        lambda_gb_seconds=memory_mb / 1024 * lambda_ms / 1000,
+        read_units=calls.get("GetTaskFunction:GetItem", 0)
+        + 0.5 * calls.get("PollerFunction:Query", 0),
+        write_units=calls.get("GetTaskFunction:UpdateItem", 0)
+        + calls.get("PollerFunction:UpdateItem", 0),
+        scheduler_invocations=len(phase.invocations.get("PollerFunction", [])),
+    )
+    return total.times(1 / tasks)
+
+
+def usd_per_million(usage: Usage) -> float:
+    return sum(cost_by_service(usage.times(MILLION)).values())
+
+
+def phase_figures(phase: Phase, lifetime: float, memory_mb: int) -> dict[str, Any]:
+    solved = phase.solved
+    usage = cadence_usage(phase, memory_mb)
+    return {
+        "variant": phase.variant,
+        "pingbacks_lost": phase.pingbacks_lost,
+        "tasks": len(phase.tasks),
+        "solved_in_time": len(solved),
+        "delivered_via": dict(Counter(str(t.delivered_via) for t in solved)),
+        "true_age_p50_seconds": phase.age_percentile(0.5),
+        "true_age_p95_seconds": phase.age_percentile(0.95),
+        "true_age_max_seconds": phase.age_percentile(1.0),
+        "unusable_when_worker_had_it": sum(
+            1 for t in solved if t.true_age is not None and t.true_age >= lifetime
+        ),
+        "called_usable_but_was_not": sum(
+            1
+            for t in solved
+            if t.claimed_usable and t.true_age is not None and t.true_age >= lifetime
+        ),
+        "claimed_age_below_true_age": sum(
+            1
+            for t in solved
+            if t.claimed_age is not None
+            and t.true_age is not None
+            and t.claimed_age < t.true_age - 1
+        ),
+        "bounds_contain_true_finish": sum(1 for t in solved if t.bounds_hold),
+        "res_get_requests_per_task": phase.res_requests_per_task,
+        "worker_gets_per_task": sum(t.gets for t in phase.tasks) / len(phase.tasks),
+        "lambda_seconds_per_task": {
+            name: phase.lambda_seconds_per_task(name) for name in CADENCE_FUNCTIONS
+        },
+        "cadence_usd_per_million_tasks": usd_per_million(usage),
+        "cadence_usd_per_million_tasks_by_service": {
+            name: cost for name, cost in cost_by_service(usage.times(MILLION)).items() if cost
+        },
+        "table_calls": phase.table_calls,
+        "seconds": phase.seconds,
+    }
+
+
+def freshness_outcome(phases: Sequence[Phase], lifetime: float) -> SectionOutcome:
+    memory_mb = int(template()["Globals"]["Function"]["MemorySize"])
+    figures = {
+        f"{phase.variant}/{'lost' if phase.pingbacks_lost else 'delivered'}": phase_figures(
+            phase, lifetime, memory_mb
+        )
+        for phase in phases
+    }
+    return SectionOutcome(
+        key="freshness",
+        title=f"7. Freshness: token age when the worker has it ({TASKS} tasks a phase, real time)",
+        data={
+            "method": {
+                "tasks_per_phase": TASKS,
+                "worker_get_period_seconds": GET_PERIOD_SECONDS,
+                "solve_time": "simulator default: lognormal median 25 s, sigma 0.45, 5..180 s",
+                "time_scale": 1.0,
+                "token_lifetime_seconds": lifetime,
+            },
+            "variants": {variant.key: asdict(variant) for variant in VARIANTS},
+            "phases": figures,
+        },
+        headlines=_headlines(figures),
+        details=_details(figures),
+    )
+
+
+def _headlines(figures: dict[str, dict[str, Any]]) -> list[Headline]:
+    def pair(key: str, variant_a: str, variant_b: str, phase: str) -> tuple[Any, Any]:
+        return figures[f"{variant_a}/{phase}"][key], figures[f"{variant_b}/{phase}"][key]
+
+    p95_on, p95_off = pair("true_age_p95_seconds", "defaults_ids", "defaults_single", "lost")
+    res_on, res_off = pair("res_get_requests_per_task", "defaults_ids", "defaults_single", "lost")
+    extra_on, extra_off = pair(
+        "res_get_requests_per_task", "defaults_ids", "defaults_single", "delivered"
+    )
+    wrong = sum(f["called_usable_but_was_not"] for f in figures.values())
+    what_if = figures["what_if_first_poll_30s/lost"]
+    what_if_extra = figures["what_if_first_poll_30s/delivered"]["res_get_requests_per_task"]
+    cadence = figures["defaults_ids/lost"]
+    worst_p95 = max(p for p in (p95_on, p95_off) if p is not None) if p95_on and p95_off else None
+    worst_extra = max(extra_on, extra_off)
+    return [
+        Headline(
+            "every pingback lost: p95 token age when the worker has it, ids= on / off",
+            f"{_seconds(p95_on)} / {_seconds(p95_off)}",
+            f"< {AGE_TARGET_SECONDS:.0f} s",
+            worst_p95 is not None and worst_p95 < AGE_TARGET_SECONDS,
+        ),
+        Headline(
+            "every pingback lost: res.php requests per task, ids= on / off",
+            f"{number(res_on)} / {number(res_off)}",
+        ),
+        Headline(
+            "no pingback lost: extra res.php requests per task, ids= on / off",
+            f"{number(extra_on)} / {number(extra_off)}",
+            f"<= {EXTRA_REQUESTS_TARGET:.1f}",
+            worst_extra <= EXTRA_REQUESTS_TARGET,
+        ),
+        Headline(
+            "tokens GET called usable that were not (all phases)",
+            str(wrong),
+            "0",
+            wrong == 0,
+        ),
+        Headline(
+            "what-if first poll at 30 s (not the defaults): p95 age lost / extra res.php delivered",
+            f"{_seconds(what_if['true_age_p95_seconds'])} / {number(what_if_extra)}",
+        ),
+        Headline(
+            "checking cadence (1 s worker GETs + poller), defaults, all lost: Lambda s / USD per"
+            " million tasks",
+            f"{number(sum(cadence['lambda_seconds_per_task'].values()), 3)} s /"
+            f" {number(cadence['cadence_usd_per_million_tasks'])} USD",
+        ),
+    ]
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} s"
+
+
+def _details(figures: dict[str, dict[str, Any]]) -> list[str]:
+    rows = []
+    for key, figure in figures.items():
+        rows.append(
+            [
+                key,
+                f"{figure['solved_in_time']}/{figure['tasks']}",
+                ", ".join(
+                    f"{via} {count}" for via, count in sorted(figure["delivered_via"].items())
+                ),
+                _seconds(figure["true_age_p50_seconds"]),
+                _seconds(figure["true_age_p95_seconds"]),
+                _seconds(figure["true_age_max_seconds"]),
+                str(figure["unusable_when_worker_had_it"]),
+                str(figure["called_usable_but_was_not"]),
+                f"{figure['bounds_contain_true_finish']}/{figure['solved_in_time']}",
+                number(figure["res_get_requests_per_task"]),
+                number(figure["worker_gets_per_task"], 1),
+                number(sum(figure["lambda_seconds_per_task"].values()), 3),
+                number(figure["cadence_usd_per_million_tasks"]),
+            ]
+        )
+    return markdown_table(
+        [
+            "variant/phase",
+            "solved in time",
+            "delivered via",
+            "age p50",
+            "age p95",
+            "age max",
+            "unusable when had",
+            "called usable, was not",
+            "bounds hold",
+            "res.php get / task",
+            "worker GETs / task",
+            "cadence Lambda s / task",
+            "cadence USD / M tasks",
+        ],
+        rows,
+    )

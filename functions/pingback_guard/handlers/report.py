@@ -1,0 +1,96 @@
+"""ReportFunction: POST /tasks/{task_id}/report {"correct": bool} -> reportgood / reportbad."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from pingback_guard.data.dynamodb import DynamoDbTaskStore
+from pingback_guard.domain.errors import (
+    PingbackGuardError,
+    ProviderAccountError,
+    ProviderRejectedError,
+    StoreError,
+)
+from pingback_guard.domain.task import ReportClaim, ReportVerdict, normalise_task_id
+from pingback_guard.handlers.responses import json_response
+from pingback_guard.logic.report import InvalidReportError, ReportService, parse_report
+from pingback_guard.observability import logger, metrics, tracer
+from pingback_guard.provider.wiring import captchaai_client
+from pingback_guard.settings import ReportSettings
+from pingback_guard.wiring import dynamodb_client
+
+settings = ReportSettings.from_env(os.environ)
+service = ReportService(
+    DynamoDbTaskStore(dynamodb_client(), settings.table),
+    captchaai_client(settings.provider),
+    settings.report_window_seconds,
+)
+
+STATUS_OF_REFUSAL = {
+    ReportClaim.UNKNOWN_TASK: 404,
+    ReportClaim.NOT_SOLVED: 409,
+    ReportClaim.ALREADY_REPORTED: 409,
+    ReportClaim.WINDOW_CLOSED: 410,
+}
+
+
+class _BadRequest(Exception):
+    pass
+
+
+@logger.inject_lambda_context(log_event=False, clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(capture_cold_start_metric=True)
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    try:
+        task_id, verdict = _parse(APIGatewayProxyEventV2(event))
+    except _BadRequest as error:
+        return json_response(400, {"error": "bad_request", "reason": str(error)})
+    logger.append_keys(task_id=task_id)
+    # Owner scoping (engineer `sec`): refuse here, as 404 unknown_task, a caller who is not the
+    # task's owner, before anything is claimed or sent to the provider.
+    try:
+        claim = service.report(task_id, verdict)
+    except PingbackGuardError as error:
+        return _unavailable(error)
+    if claim is not ReportClaim.CLAIMED:
+        return json_response(STATUS_OF_REFUSAL[claim], {"error": claim.value})
+    metrics.add_metric(name=f"Reported{verdict.value.title()}", unit=MetricUnit.Count, value=1)
+    return json_response(200, {"task_id": task_id, "reported": verdict.value})
+
+
+def _parse(request: APIGatewayProxyEventV2) -> tuple[str, ReportVerdict]:
+    try:
+        task_id = normalise_task_id((request.path_parameters or {}).get("task_id", ""))
+    except ValueError as error:
+        raise _BadRequest(str(error)) from None
+    try:
+        document = json.loads(request.decoded_body or "null")
+    except ValueError:
+        raise _BadRequest("body is not valid JSON") from None
+    try:
+        return task_id, parse_report(document)
+    except InvalidReportError as error:
+        raise _BadRequest(str(error)) from None
+
+
+def _unavailable(error: PingbackGuardError) -> dict[str, Any]:
+    """Nothing stays claimed: the worker may try again."""
+    if isinstance(error, StoreError):
+        logger.error("report not recorded", extra={"reason": str(error)})
+        return json_response(503, {"error": "store_unavailable", "reason": "try again"})
+    if isinstance(error, ProviderRejectedError):
+        metrics.add_metric(name="ReportRejected", unit=MetricUnit.Count, value=1)
+        logger.warning("provider refused the report", extra={"reason": str(error)})
+        return json_response(502, {"error": "provider_rejected", "reason": str(error)})
+    if isinstance(error, ProviderAccountError):
+        metrics.add_metric(name="ProviderAccountError", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name="ReportFailed", unit=MetricUnit.Count, value=1)
+    logger.error("report not sent; claim released", extra={"reason": str(error)})
+    return json_response(503, {"error": "provider_unavailable", "reason": "try again"})

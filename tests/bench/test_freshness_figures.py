@@ -1,0 +1,94 @@
+"""The freshness section's arithmetic on a made-up run: no stack, no timing."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.freshness import (
+    Phase,
+    TaskRun,
+    cadence_usage,
+    freshness_outcome,
+    percentile,
+    phase_figures,
+)
+
+
+def task(n: int, age: float | None, usable: bool = True, gets: int = 10) -> TaskRun:
+    return TaskRun(
+        task_id=str(n),
+        status="SOLVED" if age is not None else "PENDING",
+        delivered_via="read_through" if age is not None else None,
+        true_age=age,
+        claimed_age=None if age is None else age + 0.5,
+        claimed_usable=usable,
+        bounds_hold=age is not None,
+        gets=gets,
+    )
+
+
+def phase(variant: str, lost: bool, ages: list[float | None]) -> Phase:
+    return Phase(
+        variant=variant,
+        pingbacks_lost=lost,
+        tasks=[task(n, age) for n, age in enumerate(ages)],
+        res_get_requests=len(ages) if lost else 0,
+        invocations={"GetTaskFunction": [10.0] * 10 * len(ages), "PollerFunction": [100.0]},
+        table_calls={"GetTaskFunction:GetItem": 10 * len(ages), "PollerFunction:Query": 8},
+        seconds=60.0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("fraction", "expected"), [(0.5, 5.0), (0.95, 10.0), (1.0, 10.0), (0.1, 1.0)]
+)
+def test_percentile_is_nearest_rank(fraction: float, expected: float) -> None:
+    assert percentile([float(n) for n in range(10, 0, -1)], fraction) == expected
+
+
+def test_percentile_of_nothing_is_none() -> None:
+    assert percentile([], 0.95) is None
+
+
+def test_unusable_and_wrongly_usable_tokens_are_counted_against_the_truth() -> None:
+    figures = phase_figures(
+        Phase(
+            variant="v",
+            pingbacks_lost=True,
+            tasks=[task(1, 10.0), task(2, 130.0, usable=True), task(3, 125.0, usable=False)],
+            res_get_requests=3,
+            invocations={},
+            table_calls={},
+            seconds=1.0,
+        ),
+        lifetime=120.0,
+        memory_mb=256,
+    )
+    assert figures["unusable_when_worker_had_it"] == 2
+    assert figures["called_usable_but_was_not"] == 1
+    assert figures["res_get_requests_per_task"] == 1.0
+
+
+def test_cadence_usage_is_per_task() -> None:
+    usage = cadence_usage(phase("v", True, [20.0, 30.0]), memory_mb=1024)
+    assert usage.api_requests == 10  # 10 GETs per task
+    assert usage.lambda_requests == pytest.approx((20 + 1) / 2)
+    assert usage.lambda_gb_seconds == pytest.approx((20 * 0.01 + 0.1) / 2)
+    assert usage.read_units == pytest.approx((20 + 4) / 2)
+    assert usage.scheduler_invocations == pytest.approx(0.5)
+
+
+def test_outcome_judges_the_targets_on_the_defaults_only() -> None:
+    phases = [
+        phase(variant, lost, [5.0, 25.0] if lost else [1.0, 2.0])
+        for variant in ("defaults_ids", "defaults_single", "what_if_first_poll_30s")
+        for lost in (False, True)
+    ]
+    outcome = freshness_outcome(phases, lifetime=120.0)
+    verdicts = {headline.figure: headline.met for headline in outcome.headlines}
+    assert (
+        verdicts["every pingback lost: p95 token age when the worker has it, ids= on / off"] is True
+    )
+    assert verdicts["no pingback lost: extra res.php requests per task, ids= on / off"] is True
+    assert verdicts["tokens GET called usable that were not (all phases)"] is True
+    assert "defaults_ids/lost" in outcome.data["phases"]

@@ -1,0 +1,230 @@
+"""GetTaskFunction's read-through and ReportFunction, with real-shaped events, against moto."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from tests.fakes import FakeProvider
+from tests.integration.handler_support import TOKEN, callback_get, emitted_metrics, event, item
+from tests.lambda_context import FakeLambdaContext
+
+TASK = "70000000001"
+
+
+def get_event(task_id: str) -> dict[str, Any]:
+    shaped = event("get_task.json")
+    shaped["pathParameters"] = {"task_id": task_id}
+    return shaped
+
+
+def report_event(task_id: str, body: str) -> dict[str, Any]:
+    shaped = event("report_task.json")
+    shaped["pathParameters"] = {"task_id": task_id}
+    shaped["body"] = body
+    shaped["isBase64Encoded"] = False
+    return shaped
+
+
+def submit_overdue(
+    load: Callable[[str], ModuleType], monkeypatch: pytest.MonkeyPatch, provider: FakeProvider
+) -> None:
+    """A PENDING task whose first poll time has passed (callback timeout 0)."""
+    submit = load("submit")
+    monkeypatch.setattr(submit.service, "_provider", provider)
+    monkeypatch.setattr(submit.service, "_callback_timeout", 0)
+    answer = submit.handler(event("submit_task.json"), FakeLambdaContext())
+    assert json.loads(answer["body"])["task_id"] == TASK
+
+
+class TestReadThrough:
+    def test_an_overdue_task_is_checked_and_its_token_stored_by_read_through(
+        self,
+        load: Callable[[str], ModuleType],
+        stack: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        provider = FakeProvider(answers={TASK: TOKEN})
+        submit_overdue(load, monkeypatch, provider)
+        get_task = load("get_task")
+        monkeypatch.setattr(get_task.query, "_provider", provider)
+        answer = get_task.handler(get_event(TASK), FakeLambdaContext())
+        view = json.loads(answer["body"])
+        assert answer["statusCode"] == 200
+        assert (view["status"], view["solution"], view["delivered_via"]) == (
+            "SOLVED",
+            TOKEN,
+            "read_through",
+        )
+        assert view["usable"] is True
+        assert view["finished_at_earliest"] == view["submitted_at"]
+        assert view["usable_until"] == pytest.approx(view["submitted_at"] + 120)
+        stored = item(stack, TASK)
+        assert stored is not None and stored["delivered_via"]["S"] == "read_through"
+        assert {"finished_after", "usable_until", "token_lifetime_seconds", "read_through_at"} <= (
+            set(stored)
+        )
+        output = capsys.readouterr().out
+        metrics = emitted_metrics(output)
+        assert metrics["ReadThroughRecovered"] == 1 and "TokenAgeAtDelivery" in metrics
+        assert TOKEN not in output.replace(answer["body"], "")
+
+    def test_a_second_get_within_the_interval_does_not_ask_again(
+        self,
+        load: Callable[[str], ModuleType],
+        stack: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        provider = FakeProvider()
+        submit_overdue(load, monkeypatch, provider)
+        get_task = load("get_task")
+        monkeypatch.setattr(get_task.query, "_provider", provider)
+        for _ in range(3):
+            answer = get_task.handler(get_event(TASK), FakeLambdaContext())
+            assert json.loads(answer["body"])["status"] == "PENDING"
+        assert provider.requests == [[TASK]]
+        stored = item(stack, TASK)
+        assert stored is not None and "last_checked_at" in stored
+
+    def test_an_unreachable_provider_still_answers_the_pending_view(
+        self,
+        load: Callable[[str], ModuleType],
+        stack: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        submit_overdue(load, monkeypatch, FakeProvider())
+        get_task = load("get_task")
+        monkeypatch.setattr(get_task.query._provider, "_base_url", "http://127.0.0.1:9")
+        answer = get_task.handler(get_event(TASK), FakeLambdaContext())
+        assert answer["statusCode"] == 200
+        assert json.loads(answer["body"])["status"] == "PENDING"
+        assert emitted_metrics(capsys.readouterr().out)["ReadThroughError"] == 1
+
+    def test_a_pingback_delivery_is_measured_by_path(
+        self,
+        load: Callable[[str], ModuleType],
+        stack: dict[str, Any],
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        load("callback").handler(callback_get("901", TOKEN), FakeLambdaContext())
+        documents = [
+            json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line
+        ]
+        (age,) = [d for d in documents if "TokenAgeAtDelivery" in d]
+        assert age["delivery_path"] == "callback" and age["service"] == "pingback-guard"
+        (seconds,) = age["TokenAgeAtDelivery"]
+        assert 0 <= seconds < 5
+        assert not any("TokenDeliveredUnusable" in d for d in documents)
+        assert all("delivery_path" not in d for d in documents if "CallbackAccepted" in d)
+
+
+class TestReport:
+    def solved(self, load: Callable[[str], ModuleType]) -> None:
+        load("callback").handler(callback_get(TASK, TOKEN), FakeLambdaContext())
+
+    def test_a_bad_token_is_reported_once(
+        self,
+        load: Callable[[str], ModuleType],
+        stack: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        self.solved(load)
+        report = load("report")
+        provider = FakeProvider()
+        monkeypatch.setattr(report.service, "_provider", provider)
+        answer = report.handler(report_event(TASK, '{"correct": false}'), FakeLambdaContext())
+        assert (answer["statusCode"], json.loads(answer["body"])) == (
+            200,
+            {"task_id": TASK, "reported": "bad"},
+        )
+        again = report.handler(report_event(TASK, '{"correct": true}'), FakeLambdaContext())
+        assert (again["statusCode"], json.loads(again["body"])) == (
+            409,
+            {"error": "already_reported"},
+        )
+        assert provider.reports == [(TASK, False)]
+        stored = item(stack, TASK)
+        assert stored is not None and stored["reported"]["S"] == "bad"
+        assert "report_lease_until" not in stored
+        view = json.loads(load("get_task").handler(get_event(TASK), FakeLambdaContext())["body"])
+        assert view["reported"] == "bad"
+
+    @pytest.mark.parametrize(
+        ("task_id", "status", "error"),
+        [("79999999999", 404, "unknown_task"), ("70000000002", 409, "not_solved")],
+    )
+    def test_unknown_and_unsolved(
+        self,
+        load: Callable[[str], ModuleType],
+        stack: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch,
+        task_id: str,
+        status: int,
+        error: str,
+    ) -> None:
+        submit = load("submit")
+        monkeypatch.setattr(submit.service, "_provider", FakeProvider(next_task_id=70000000002))
+        submit.handler(event("submit_task.json"), FakeLambdaContext())
+        report = load("report")
+        provider = FakeProvider()
+        monkeypatch.setattr(report.service, "_provider", provider)
+        answer = report.handler(report_event(task_id, '{"correct": true}'), FakeLambdaContext())
+        assert (answer["statusCode"], json.loads(answer["body"])) == (status, {"error": error})
+        assert provider.reports == []
+        assert item(stack, "79999999999") is None
+
+    @pytest.mark.parametrize(
+        ("task_id", "body"),
+        [
+            (TASK, ""),
+            (TASK, "{"),
+            (TASK, "[]"),
+            (TASK, '{"correct": "yes"}'),
+            (TASK, '{"correct": true, "why": "x"}'),
+            ("12ab", '{"correct": true}'),
+            ("", '{"correct": true}'),
+        ],
+    )
+    def test_bad_input_is_400_with_a_reason_and_changes_nothing(
+        self,
+        load: Callable[[str], ModuleType],
+        stack: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch,
+        task_id: str,
+        body: str,
+    ) -> None:
+        self.solved(load)
+        before = item(stack, TASK)
+        report = load("report")
+        provider = FakeProvider()
+        monkeypatch.setattr(report.service, "_provider", provider)
+        answer = report.handler(report_event(task_id, body), FakeLambdaContext())
+        document = json.loads(answer["body"])
+        assert answer["statusCode"] == 400
+        assert document["error"] == "bad_request" and document["reason"]
+        assert body not in document["reason"] or not body
+        assert item(stack, TASK) == before and provider.reports == []
+
+    def test_an_unreachable_provider_leaves_nothing_claimed(
+        self,
+        load: Callable[[str], ModuleType],
+        stack: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        self.solved(load)
+        report = load("report")
+        monkeypatch.setattr(report.service._provider, "_base_url", "http://127.0.0.1:9")
+        monkeypatch.setattr(report.service._provider, "_sleep", lambda _: None)
+        answer = report.handler(report_event(TASK, '{"correct": false}'), FakeLambdaContext())
+        assert answer["statusCode"] == 503
+        assert json.loads(answer["body"])["error"] == "provider_unavailable"
+        stored = item(stack, TASK)
+        assert stored is not None and "reported" not in stored
+        assert emitted_metrics(capsys.readouterr().out)["ReportFailed"] == 1

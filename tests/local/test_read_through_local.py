@@ -1,0 +1,144 @@
+"""Issue 10 on the running stack: every pingback dropped, a waiting worker's GET finds its token
+within one check interval of the provider finishing it, with honest bounds; then it reports it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from infra.local import LocalOptions, LocalStack
+from infra.simulator import Simulator, SimulatorConfig
+
+pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(300)]
+
+PROJECT_TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
+TASK = {
+    "method": "userrecaptcha",
+    "sitekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
+    "page_url": "https://www.google.com/recaptcha/api2/demo",
+}
+CHECK_INTERVAL = 5.0  # ReadThroughIntervalSeconds, the template's default
+FIRST_POLL_AFTER = 10.0  # CallbackTimeoutSeconds below
+WORKER_GET_EVERY = 0.5
+SLACK = 1.5  # one GET period, a request's latency and the two processes' clocks
+
+
+@pytest.fixture(scope="module")
+def simulator() -> Iterator[Simulator]:
+    sim = Simulator(
+        SimulatorConfig.from_mapping(
+            {
+                "seed": 11,
+                # Finished well after the first poll time, so only a read-through can be prompt.
+                "solve_time": {"kind": "uniform", "min_seconds": 14, "max_seconds": 17},
+                "unsolvable_rate": 0,
+                "faults": {"pingback_drop_rate": 1.0},
+            }
+        )
+    )
+    sim.start()
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture(scope="module")
+def stack(simulator: Simulator, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    options = LocalOptions(
+        template=PROJECT_TEMPLATE,
+        provider_url=simulator.base_url,
+        provider_api_key=simulator.api_key,
+        # The scheduled poller asks once at the first poll time, then backs off for minutes:
+        # whatever arrives in this test arrives by read-through.
+        parameter_overrides={
+            "CallbackTimeoutSeconds": str(int(FIRST_POLL_AFTER)),
+            "PollBackoffBaseSeconds": "600",
+            "PollBackoffMaxSeconds": "3600",
+        },
+        run_dir=tmp_path_factory.mktemp("read-through"),
+    )
+    with LocalStack(options) as running:
+        yield running
+
+
+def truth(simulator: Simulator, task_id: str) -> dict[str, Any]:
+    return next(t for t in simulator.tasks() if str(t["id"]) == task_id)
+
+
+def wait_as_a_worker(api_url: str, task_id: str, timeout: float) -> tuple[dict[str, Any], float]:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        answer = requests.get(f"{api_url}/tasks/{task_id}", timeout=30)
+        assert answer.status_code == 200, answer.text
+        view: dict[str, Any] = answer.json()
+        if view["status"] != "PENDING":
+            return view, time.time()
+        time.sleep(WORKER_GET_EVERY)
+    raise AssertionError(f"task {task_id} still PENDING after {timeout} s")
+
+
+def test_a_lost_pingbacks_token_reaches_the_waiting_worker_within_one_check_interval(
+    stack: LocalStack, simulator: Simulator
+) -> None:
+    submitted = requests.post(f"{stack.ready.api_url}/tasks", json=TASK, timeout=30)
+    assert submitted.status_code == 202, submitted.text
+    task_id = str(submitted.json()["task_id"])
+
+    view, had_it_at = wait_as_a_worker(stack.ready.api_url, task_id, timeout=60)
+
+    fate = truth(simulator, task_id)
+    assert [d["outcome"] for d in fate["deliveries"]] == ["dropped"]
+    assert (view["status"], view["solution"], view["delivered_via"]) == (
+        "SOLVED",
+        fate["code"],
+        "read_through",
+    )
+    assert had_it_at - fate["finished_at"] <= CHECK_INTERVAL + SLACK
+    # Honest bounds: the real finish lies between them, and the age counts from the earliest.
+    assert view["finished_at_earliest"] <= fate["finished_at"] <= view["finished_at_latest"]
+    assert view["finished_at_latest"] - view["finished_at_earliest"] <= CHECK_INTERVAL + SLACK
+    assert view["usable"] is True
+    assert view["usable_until"] == pytest.approx(view["finished_at_earliest"] + 120)
+    assert view["token_age_seconds"] >= had_it_at - fate["finished_at"] - SLACK
+
+    reported = requests.post(
+        f"{stack.ready.api_url}/tasks/{task_id}/report", json={"correct": False}, timeout=30
+    )
+    assert (reported.status_code, reported.json()) == (200, {"task_id": task_id, "reported": "bad"})
+    assert truth(simulator, task_id)["reports"] == ["reportbad"]
+    again = requests.post(
+        f"{stack.ready.api_url}/tasks/{task_id}/report", json={"correct": True}, timeout=30
+    )
+    assert (again.status_code, again.json()) == (409, {"error": "already_reported"})
+    bad = requests.post(
+        f"{stack.ready.api_url}/tasks/{task_id}/report", json={"correct": "no"}, timeout=30
+    )
+    assert bad.status_code == 400 and bad.json()["error"] == "bad_request"
+
+
+def test_res_php_is_asked_at_most_once_per_interval_however_many_workers_wait(
+    stack: LocalStack, simulator: Simulator
+) -> None:
+    submitted = requests.post(f"{stack.ready.api_url}/tasks", json=TASK, timeout=30)
+    task_id = str(submitted.json()["task_id"])
+    before = simulator.stats()
+    time.sleep(FIRST_POLL_AFTER + 0.5)
+    started = time.time()
+    with requests.Session() as session:
+        for _ in range(20):  # four workers asking every half second for 2.5 s
+            for _ in range(4):
+                session.get(f"{stack.ready.api_url}/tasks/{task_id}", timeout=30)
+            time.sleep(0.5)
+    elapsed = time.time() - started
+    after = simulator.stats()
+    asked = _res_get_requests(after) - _res_get_requests(before)
+    # The poller's first check may fall in this window too.
+    assert asked <= int(elapsed // CHECK_INTERVAL) + 1 + 1, (asked, elapsed)
+
+
+def _res_get_requests(stats: dict[str, dict[str, int]]) -> int:
+    return stats["res_actions"]["get"]

@@ -1,0 +1,186 @@
+"""Reports: once per solved task, inside the window, and never recorded when not sent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pingback_guard.domain.errors import (
+    ProviderRejectedError,
+    ProviderRetryableError,
+    StoreError,
+)
+from pingback_guard.domain.task import (
+    CaptchaRequest,
+    DeliveryPath,
+    NewTask,
+    ReportClaim,
+    ReportVerdict,
+    TaskResult,
+)
+from pingback_guard.logic.report import (
+    REPORT_LEASE_SECONDS,
+    InvalidReportError,
+    ReportService,
+    parse_report,
+)
+from tests.fakes import FakeProvider, InMemoryTaskStore, unavailable
+
+TOKEN = "03AFcWeA5" + "q" * 700
+TASK = "72000000001"
+FINISHED = 1030.0
+WINDOW = 900.0
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def solved_store() -> InMemoryTaskStore:
+    store = InMemoryTaskStore()
+    request = CaptchaRequest("userrecaptcha", "sitekey", "https://example.test/")
+    store.record_submission(NewTask(TASK, request, 1000.0, 1020.0))
+    store.record_result(TaskResult(TASK, TOKEN, DeliveryPath.CALLBACK, FINISHED))
+    return store
+
+
+def service(
+    store: InMemoryTaskStore, provider: FakeProvider, now: float = FINISHED + 60
+) -> tuple[ReportService, Clock]:
+    clock = Clock(now)
+    return ReportService(store, provider, WINDOW, clock=clock), clock
+
+
+@pytest.mark.parametrize(
+    ("document", "verdict"), [({"correct": True}, ReportVerdict.GOOD), ({"correct": False}, "bad")]
+)
+def test_parse_accepts_exactly_a_boolean(document: Any, verdict: str) -> None:
+    assert parse_report(document) == verdict
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        None,
+        [],
+        "true",
+        {},
+        {"correct": "true"},
+        {"correct": 1},
+        {"correct": None},
+        {"correct": True, "extra": 1},
+        {"Correct": True},
+    ],
+)
+def test_parse_refuses_anything_else(document: Any) -> None:
+    with pytest.raises(InvalidReportError):
+        parse_report(document)
+
+
+def test_a_bad_token_is_reported_once() -> None:
+    store, provider = solved_store(), FakeProvider()
+    reports, _ = service(store, provider)
+    assert reports.report(TASK, ReportVerdict.BAD) is ReportClaim.CLAIMED
+    assert reports.report(TASK, ReportVerdict.GOOD) is ReportClaim.ALREADY_REPORTED
+    assert provider.reports == [(TASK, False)]
+    task = store.get(TASK)
+    assert task is not None and task.reported is ReportVerdict.BAD
+    assert store.report_leases == {}
+
+
+@pytest.mark.parametrize(
+    ("setup", "expected"),
+    [
+        ("unknown", ReportClaim.UNKNOWN_TASK),
+        ("pending", ReportClaim.NOT_SOLVED),
+        ("late", ReportClaim.WINDOW_CLOSED),
+    ],
+)
+def test_refusals_send_nothing(setup: str, expected: ReportClaim) -> None:
+    store, provider = solved_store(), FakeProvider()
+    reports, clock = service(store, provider)
+    task_id = TASK
+    if setup == "unknown":
+        task_id = "79999999999"
+    elif setup == "pending":
+        task_id = "72000000002"
+        request = CaptchaRequest("hcaptcha", "sitekey", "https://example.test/")
+        store.record_submission(NewTask(task_id, request, 1000.0, 1020.0))
+    else:
+        clock.now = FINISHED + WINDOW + 1
+    assert reports.report(task_id, ReportVerdict.BAD) is expected
+    assert provider.reports == []
+
+
+def test_the_window_counts_from_the_earliest_finish() -> None:
+    store, provider = InMemoryTaskStore(), FakeProvider()
+    late = TaskResult(TASK, TOKEN, DeliveryPath.POLL, received_at=1500.0, finished_after=1000.0)
+    store.record_result(late)
+    reports, _ = service(store, provider, now=1000.0 + WINDOW + 1)
+    assert reports.report(TASK, ReportVerdict.BAD) is ReportClaim.WINDOW_CLOSED
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        lambda: ProviderRetryableError("res.php: HTTP 502"),
+        lambda: ProviderRejectedError("res.php reportbad: ERROR_WRONG_CAPTCHA_ID"),
+    ],
+)
+def test_a_report_the_provider_did_not_take_is_released(failure: Any) -> None:
+    store, provider = solved_store(), FakeProvider(report_failure=failure)
+    reports, clock = service(store, provider)
+    with pytest.raises(type(failure())):
+        reports.report(TASK, ReportVerdict.BAD)
+    task = store.get(TASK)
+    assert task is not None and task.reported is None
+    provider.report_failure = None
+    clock.now += 1
+    assert reports.report(TASK, ReportVerdict.BAD) is ReportClaim.CLAIMED
+    assert provider.reports == [(TASK, False)]
+
+
+def test_when_even_the_release_fails_the_lease_lapses_and_a_retry_works() -> None:
+    store = solved_store()
+    provider = FakeProvider(report_failure=lambda: ProviderRetryableError("res.php: timeout"))
+    reports, clock = service(store, provider)
+    original_release = store.release_report
+
+    def table_down(task_id: str, claimed_at: float) -> bool:
+        raise unavailable()
+
+    store.release_report = table_down  # type: ignore[method-assign]
+    with pytest.raises(ProviderRetryableError):
+        reports.report(TASK, ReportVerdict.BAD)
+    store.release_report = original_release  # type: ignore[method-assign]
+    provider.report_failure = None
+    assert reports.report(TASK, ReportVerdict.BAD) is ReportClaim.ALREADY_REPORTED
+    clock.now += REPORT_LEASE_SECONDS + 1
+    assert reports.report(TASK, ReportVerdict.BAD) is ReportClaim.CLAIMED
+    assert provider.reports == [(TASK, False)]
+
+
+def test_a_store_error_on_the_claim_sends_nothing() -> None:
+    store, provider = solved_store(), FakeProvider()
+    store.fail_next.append(unavailable())
+    reports, _ = service(store, provider)
+    with pytest.raises(StoreError):
+        reports.report(TASK, ReportVerdict.GOOD)
+    assert provider.reports == []
+
+
+def test_a_failed_confirmation_still_counts_as_reported() -> None:
+    store, provider = solved_store(), FakeProvider()
+    reports, _ = service(store, provider)
+
+    def table_down(task_id: str, claimed_at: float) -> bool:
+        raise unavailable()
+
+    store.confirm_report = table_down  # type: ignore[method-assign]
+    assert reports.report(TASK, ReportVerdict.GOOD) is ReportClaim.CLAIMED
+    assert provider.reports == [(TASK, True)]

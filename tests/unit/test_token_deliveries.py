@@ -1,0 +1,83 @@
+"""Every path that stores a token says how old it may be and whether it is still usable."""
+
+from __future__ import annotations
+
+from pingback_guard.domain.task import (
+    CaptchaRequest,
+    DeliveryPath,
+    NewTask,
+    TaskResult,
+    TokenLifetimes,
+)
+from pingback_guard.logic.poll_schedule import SolveTimes
+from pingback_guard.logic.poller import PollerService, PollPolicy
+from pingback_guard.logic.replay import ReplayService
+from pingback_guard.logic.results import unread_delivery
+from pingback_guard.queue.dead_letter import encode_message
+from tests.fakes import FakeProvider, InMemoryTaskStore
+
+TOKEN = "03AFcWeA5" + "d" * 700
+REQUEST = CaptchaRequest("userrecaptcha", "key", "https://example.test")
+POLICY = PollPolicy(
+    retention_seconds=600,
+    backoff_base_seconds=30,
+    backoff_max_seconds=300,
+    max_requests_per_sweep=5,
+    ids_per_request=3,
+    deadline_margin_seconds=10,
+)
+
+
+def test_a_poll_recovery_counts_its_age_from_the_submit() -> None:
+    store, stored = InMemoryTaskStore(), list[TaskResult]()
+    store.record_submission(NewTask("1", REQUEST, 1000.0, 1120.0))
+    poller = PollerService(
+        store,
+        FakeProvider(answers={"1": TOKEN}),
+        POLICY,
+        SolveTimes(default_seconds=20),
+        on_token_stored=stored.append,
+    )
+    poller.sweep(now=1130.0, remaining_seconds=lambda: 60.0)
+    (result,) = stored
+    assert (result.delivered_via, result.finished_after, result.received_at) == (
+        DeliveryPath.POLL,
+        1000.0,
+        1130.0,
+    )
+    delivery = unread_delivery(result, TokenLifetimes(), delivered_at=1130.0)
+    assert (delivery.age_seconds, delivery.usable) == (130.0, False)
+
+
+def test_a_replay_counts_from_the_original_arrival_and_only_once() -> None:
+    store, stored = InMemoryTaskStore(), list[TaskResult]()
+    service = ReplayService(store, on_token_stored=stored.append)
+    body = encode_message(TaskResult("5", TOKEN, DeliveryPath.CALLBACK, 12.5), "table down")
+    service.replay(body)
+    service.replay(body)
+    (result,) = stored
+    assert result.finished_at_earliest == 12.5
+    delivery = unread_delivery(result, TokenLifetimes(), delivered_at=100.0)
+    assert (delivery.path, delivery.age_seconds, delivery.usable) == (
+        DeliveryPath.REPLAY,
+        87.5,
+        True,
+    )
+
+
+def test_a_failure_is_no_token_delivery() -> None:
+    stored: list[TaskResult] = []
+    body = encode_message(
+        TaskResult("6", "ERROR_CAPTCHA_UNSOLVABLE", DeliveryPath.CALLBACK, 1.0), "x"
+    )
+    ReplayService(InMemoryTaskStore(), on_token_stored=stored.append).replay(body)
+    assert stored == []
+
+
+def test_an_unknown_kind_is_judged_with_the_shortest_lifetime() -> None:
+    lifetimes = TokenLifetimes(recaptcha=120, hcaptcha=90, turnstile=300)
+    result = TaskResult("7", TOKEN, DeliveryPath.CALLBACK, received_at=0.0)
+    assert unread_delivery(result, lifetimes, delivered_at=89.9).usable is True
+    assert unread_delivery(result, lifetimes, delivered_at=90.0).usable is False
+    assert lifetimes.for_method("geetest") == 90
+    assert lifetimes.for_method("turnstile") == 300
