@@ -14,9 +14,11 @@ from pingback_guard.logic.poller import PollerService, PollPolicy
 from pingback_guard.logic.replay import ReplayService
 from pingback_guard.logic.results import unread_delivery
 from pingback_guard.queue.dead_letter import encode_message
-from tests.fakes import FakeProvider, InMemoryTaskStore
+from tests.fakes import FakeProvider, InMemoryTaskStore, nonce_for
 
 TOKEN = "03AFcWeA5" + "d" * 700
+# Replay refuses timestamps before 2020: a real arrival time.
+ARRIVED = 1_750_000_012.5
 REQUEST = CaptchaRequest("userrecaptcha", "key", "https://example.test")
 POLICY = PollPolicy(
     retention_seconds=600,
@@ -51,13 +53,15 @@ def test_a_poll_recovery_counts_its_age_from_the_submit() -> None:
 
 def test_a_replay_counts_from_the_original_arrival_and_only_once() -> None:
     store, stored = InMemoryTaskStore(), list[TaskResult]()
+    store.record_submission(NewTask("5", REQUEST, ARRIVED - 20, ARRIVED, nonce=nonce_for("5")))
     service = ReplayService(store, on_token_stored=stored.append)
-    body = encode_message(TaskResult("5", TOKEN, DeliveryPath.CALLBACK, 12.5), "table down")
+    pingback = TaskResult("5", TOKEN, DeliveryPath.CALLBACK, ARRIVED, nonce=nonce_for("5"))
+    body = encode_message(pingback, "table down")
     service.replay(body)
     service.replay(body)
     (result,) = stored
-    assert result.finished_at_earliest == 12.5
-    delivery = unread_delivery(result, TokenLifetimes(), delivered_at=100.0)
+    assert result.finished_at_earliest == ARRIVED
+    delivery = unread_delivery(result, TokenLifetimes(), delivered_at=ARRIVED + 87.5)
     assert (delivery.path, delivery.age_seconds, delivery.usable) == (
         DeliveryPath.REPLAY,
         87.5,
@@ -68,7 +72,7 @@ def test_a_replay_counts_from_the_original_arrival_and_only_once() -> None:
 def test_a_failure_is_no_token_delivery() -> None:
     stored: list[TaskResult] = []
     body = encode_message(
-        TaskResult("6", "ERROR_CAPTCHA_UNSOLVABLE", DeliveryPath.CALLBACK, 1.0), "x"
+        TaskResult("6", "ERROR_CAPTCHA_UNSOLVABLE", DeliveryPath.CALLBACK, ARRIVED), "x"
     )
     ReplayService(InMemoryTaskStore(), on_token_stored=stored.append).replay(body)
     assert stored == []
