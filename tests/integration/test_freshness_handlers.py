@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -33,10 +34,10 @@ def report_event(task_id: str, body: str) -> dict[str, Any]:
 def submit_overdue(
     load: Callable[[str], ModuleType], monkeypatch: pytest.MonkeyPatch, provider: FakeProvider
 ) -> None:
-    """A PENDING task whose first poll time has passed (callback timeout 0)."""
+    """A PENDING task submitted a minute ago: its likely-ready first poll time has passed."""
     submit = load("submit")
     monkeypatch.setattr(submit.service, "_provider", provider)
-    monkeypatch.setattr(submit.service, "_callback_timeout", 0)
+    monkeypatch.setattr(submit.service, "_clock", lambda: time.time() - 60)
     answer = submit.handler(event("submit_task.json"), FakeLambdaContext())
     assert json.loads(answer["body"])["task_id"] == TASK
 
