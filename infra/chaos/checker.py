@@ -13,6 +13,8 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
+from pingback_guard.data.dynamodb import POLLER_LEASE_KEY
+
 RESULT_WRITE_MARKERS = ("solution = :code", "#status = :failed")
 CONDITION_REFUSED = "ConditionalCheckFailedException"
 TABLE_WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem", "BatchWriteItem"})
@@ -182,7 +184,8 @@ def table_items(pages: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
     for page in pages:
         for raw in page.get("Items", []):
             item = {k: deserializer.deserialize(v) for k, v in raw.items()}
-            items[str(item["task_id"])] = item
+            if item["task_id"] != POLLER_LEASE_KEY:  # the poller's lease, not a task
+                items[str(item["task_id"])] = item
     return items
 
 
