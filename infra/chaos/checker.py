@@ -13,7 +13,8 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
-from pingback_guard.data.dynamodb import POLLER_LEASE_KEY
+# The poller's lease item (pingback_guard.data.dynamodb.POLLER_LEASE_KEY): not a task.
+POLLER_LEASE_KEY = "#poller-lease"
 
 RESULT_WRITE_MARKERS = ("solution = :code", "#status = :failed")
 CONDITION_REFUSED = "ConditionalCheckFailedException"
