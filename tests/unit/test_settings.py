@@ -47,3 +47,31 @@ def test_invalid_settings_fail_at_cold_start_naming_the_variable(
 def test_callback_requires_its_queue() -> None:
     with pytest.raises(ConfigurationError, match="DEAD_LETTER_QUEUE_URL"):
         CallbackSettings.from_env({k: v for k, v in BASE.items() if k != "DEAD_LETTER_QUEUE_URL"})
+
+
+def test_the_pollers_defaults_are_the_templates_defaults() -> None:
+    from pingback_guard.settings import PollerSettings
+    from tests.support import template
+
+    parameters = template()["Parameters"]
+    settings = PollerSettings.from_env(
+        {"TASKS_TABLE_NAME": "t", "PROVIDER_API_KEY_PARAMETER": "/k"}
+    )
+    assert (
+        settings.backoff_base_seconds,
+        settings.backoff_max_seconds,
+        settings.expected_solve_seconds,
+        settings.sweep_interval_seconds,
+        settings.max_requests_per_sweep,
+        settings.retention_seconds,
+    ) == tuple(
+        parameters[name]["Default"]
+        for name in (
+            "PollBackoffBaseSeconds",
+            "PollBackoffMaxSeconds",
+            "ExpectedSolveSeconds",
+            "PollSweepIntervalSeconds",
+            "PollerMaxRequestsPerSweep",
+            "RetentionSeconds",
+        )
+    )
