@@ -12,6 +12,7 @@ from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService, PollPolicy, SweepReport
 from pingback_guard.observability import logger, metrics, tracer
+from pingback_guard.provider.traced import TracedProvider
 from pingback_guard.provider.wiring import captchaai_client
 from pingback_guard.settings import PollerSettings
 from pingback_guard.wiring import dynamodb_client
@@ -20,7 +21,7 @@ settings = PollerSettings.from_env(os.environ)
 provider = settings.provider
 service = PollerService(
     DynamoDbTaskStore(dynamodb_client(), settings.table),
-    captchaai_client(provider),
+    TracedProvider(captchaai_client(provider), tracer.provider),
     PollPolicy(
         retention_seconds=settings.retention_seconds,
         backoff_base_seconds=settings.backoff_base_seconds,
