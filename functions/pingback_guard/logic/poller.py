@@ -128,12 +128,12 @@ class PollerService:
         try:
             while True:
                 now = self._clock()
-                report.add(self.sweep(now, remaining_seconds))
+                swept = self.sweep(now, remaining_seconds)
+                report.add(swept)
                 if report.account_error or report.stopped_early:
                     return report
                 next_sweep = now + self._policy.sweep_interval_seconds
-                # Overdue tasks count too: a sweep out of budget leaves them for the next one.
-                if next_sweep > stop_at or self._store.next_due_at(0.0, stop_at) is None:
+                if next_sweep > stop_at or not self._work_ahead(swept, stop_at):
                     return report
                 self._sleep(max(0.0, next_sweep - self._clock()))
         except StoreError:
@@ -142,6 +142,13 @@ class PollerService:
         finally:
             self._write_plans(report)
             self._release_lease(holder)
+
+    def _work_ahead(self, swept: SweepReport, stop_at: float) -> bool:
+        """Will a task be due before this invocation stops? Asks the index only when unsure."""
+        if swept.due or self._plans:
+            return True
+        # Overdue tasks count too: a sweep out of budget leaves them for the next one.
+        return self._store.next_due_at(0.0, stop_at) is not None
 
     def sweep(self, now: float, remaining_seconds: Callable[[], float]) -> SweepReport:
         """Poll due PENDING tasks until done, out of request budget or out of time."""
