@@ -240,3 +240,32 @@ def access_log_line_bytes(log_format: str, context: dict[str, str] | None = None
     values = SAMPLE_ACCESS_LOG_CONTEXT if context is None else context
     line = re.sub(r"\$context\.([A-Za-z.]+)", lambda m: values.get(m.group(1), ""), log_format)
     return len(line.encode("utf-8")) + 1
+
+
+@dataclass(frozen=True)
+class BusyPoller:
+    """The poller of a stack that always has a task pending: each scheduled invocation stays
+    ``run_seconds`` and sweeps every ``sweep_interval_seconds`` (issue 10's cadence)."""
+
+    invocations_per_month: float
+    run_seconds: float
+    sweep_interval_seconds: float
+    memory_mb: int
+    queries_per_sweep: float
+    lease_writes_per_invocation: int = 2
+
+
+def busy_poller_monthly(poller: BusyPoller, prices: Prices = PRICES) -> float:
+    """What sweeping all minute long adds to one short sweep a minute, USD a month."""
+    extra_sweeps = max(0.0, poller.run_seconds / poller.sweep_interval_seconds - 1)
+    # Each extra sweep also asks the index whether anything comes due before the run ends.
+    queries = poller.invocations_per_month * extra_sweeps * poller.queries_per_sweep * 2
+    usage = Usage(
+        lambda_gb_seconds=poller.invocations_per_month
+        * poller.run_seconds
+        * poller.memory_mb
+        / 1024,
+        read_units=queries * 0.5,
+        write_units=poller.invocations_per_month * poller.lease_writes_per_invocation,
+    )
+    return sum(cost_by_service(usage, prices).values())

@@ -11,11 +11,13 @@ from bench.cost import (
     ASSUMPTIONS,
     MILLION,
     PRICES,
+    BusyPoller,
     FixedInputs,
     Invocation,
     PathUsages,
     Usage,
     access_log_line_bytes,
+    busy_poller_monthly,
     fixed_monthly,
     lambda_usage,
     marginal_lambda_usage,
@@ -38,6 +40,7 @@ from bench.template_facts import (
     HANDLER_FUNCTIONS,
     TemplateFacts,
     index_attributes,
+    parameter_default,
     template_facts,
 )
 from tests.support import template
@@ -49,6 +52,7 @@ LOST_FRACTIONS = (0.01, 0.20)
 LAMBDA_DURATION = "Lambda duration (arm64)"
 TARGET_PER_MILLION = 10.0
 IN_PHP_LATENCY_STEP_MS = 100
+POLLER_RUN_SECONDS = 55.0  # settings.py's default of POLLER_RUN_SECONDS
 
 
 @dataclass(frozen=True)
@@ -182,6 +186,18 @@ def fixed_inputs(measured: PathMeasurements, facts: TemplateFacts) -> FixedInput
     )
 
 
+def busy_poller(measured: PathMeasurements, facts: TemplateFacts) -> BusyPoller:
+    poller = template()["Resources"]["PollerFunction"]["Properties"]
+    empty = measured.paths["poller_empty"]
+    return BusyPoller(
+        invocations_per_month=facts.sweeps_per_month,
+        run_seconds=POLLER_RUN_SECONDS,
+        sweep_interval_seconds=float(parameter_default(template(), "PollSweepIntervalSeconds")),
+        memory_mb=int(poller.get("MemorySize", facts.memory_mb)),
+        queries_per_sweep=empty.per_task(empty.tally.table_queries),
+    )
+
+
 def _service_name() -> str:
     variables = template()["Globals"]["Function"]["Environment"]["Variables"]
     return str(variables["POWERTOOLS_SERVICE_NAME"])
@@ -194,6 +210,9 @@ def cost_outcome(measured: PathMeasurements) -> SectionOutcome:
         lost: per_million_tasks(task_usage(paths, lost, ASSUMPTIONS)) for lost in LOST_FRACTIONS
     }
     fixed = fixed_monthly(fixed_inputs(measured, facts))
+    fixed["Poller sweeping every 5 s, 55 s a minute (busy stack)"] = busy_poller_monthly(
+        busy_poller(measured, facts)
+    )
     totals = {lost: sum(costs.values()) for lost, costs in months.items()}
     low, high = LOST_FRACTIONS
     return SectionOutcome(

@@ -15,6 +15,9 @@ from boto3.dynamodb.types import TypeDeserializer
 
 from infra.chaos.workload import is_forged_code
 
+# The poller's lease item (pingback_guard.data.dynamodb.POLLER_LEASE_KEY): not a task.
+POLLER_LEASE_KEY = "#poller-lease"
+
 RESULT_WRITE_MARKERS = ("solution = :code", "#status = :failed")
 CONDITION_REFUSED = "ConditionalCheckFailedException"
 TABLE_WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem", "BatchWriteItem"})
@@ -220,7 +223,8 @@ def table_items(pages: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
     for page in pages:
         for raw in page.get("Items", []):
             item = {k: deserializer.deserialize(v) for k, v in raw.items()}
-            items[str(item["task_id"])] = item
+            if item["task_id"] != POLLER_LEASE_KEY:  # the poller's lease, not a task
+                items[str(item["task_id"])] = item
     return items
 
 

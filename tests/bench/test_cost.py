@@ -8,13 +8,16 @@ from bench.cost import (
     DAYS_PER_MONTH,
     GIB,
     MILLION,
+    PRICES,
     SECONDS_PER_MONTH,
     Assumptions,
+    BusyPoller,
     FixedInputs,
     Invocation,
     PathUsages,
     Usage,
     access_log_line_bytes,
+    busy_poller_monthly,
     cost_by_service,
     fixed_monthly,
     lambda_usage,
@@ -148,3 +151,18 @@ def test_an_access_log_line_is_the_format_with_values_filled_in() -> None:
     line_format = '{"status":"$context.status","id":"$context.requestId","x":"$context.nope"}'
     size = access_log_line_bytes(line_format, {"status": "200", "requestId": "abc"})
     assert size == len('{"status":"200","id":"abc","x":""}') + 1
+
+
+def test_a_busy_poller_costs_its_waiting_minute_and_its_extra_queries() -> None:
+    busy = BusyPoller(
+        invocations_per_month=43_800,
+        run_seconds=55,
+        sweep_interval_seconds=5,
+        memory_mb=128,
+        queries_per_sweep=8,
+    )
+    lambda_usd = 43_800 * 55 * 0.125 * PRICES.lambda_arm_gb_second
+    reads_usd = 43_800 * 10 * 16 * 0.5 * PRICES.dynamodb_read_units_per_million / 1e6
+    writes_usd = 43_800 * 2 * PRICES.dynamodb_write_units_per_million / 1e6
+    assert busy_poller_monthly(busy) == pytest.approx(lambda_usd + reads_usd + writes_usd)
+    assert 4.0 < busy_poller_monthly(busy) < 5.0

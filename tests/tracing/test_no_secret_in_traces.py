@@ -147,6 +147,9 @@ def test_no_trace_document_carries_a_secret_when_the_provider_fails_to_connect(
     assert summary["poller"]["due"] == 2
     assert summary["poller"]["retryable_errors"] >= 1
     assert daemon.documents, "tracing was on: the daemon must have received documents"
+    traced = b"".join(daemon.documents)
+    assert b'"res.php get"' in traced  # the provider call is traced, by hand
+    assert b'"name": "dynamodb"' in traced  # and the AWS calls, by the botocore patch
     for document in daemon.documents:
         text = document.decode("utf-8", "replace")
         assert API_KEY not in text

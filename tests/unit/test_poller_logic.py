@@ -369,4 +369,45 @@ def test_a_backlog_beyond_one_sweeps_budget_is_worked_off_by_the_next_sweeps(
     policy = dataclasses.replace(POLICY, run_seconds=50)
     service, _ = _clocked(store, provider, policy)
     report = service.run(remaining_seconds=lambda: 60.0)
-    assert (report.recovered, report.sweeps, report.requests) == (39, 3, 13)
+    assert (report.recovered, report.requests) == (39, 13)
+    assert report.sweeps == 4  # the last finds nothing due and nothing ahead
+
+
+class CountingStore(InMemoryTaskStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reschedules: list[str] = []
+
+    def reschedule_poll(
+        self,
+        task_id: str,
+        due_at: float,
+        poll_attempts: int,
+        last_checked_at: float | None = None,
+    ) -> bool:
+        self.reschedules.append(task_id)
+        return super().reschedule_poll(task_id, due_at, poll_attempts, last_checked_at)
+
+
+def test_within_an_invocation_next_checks_are_written_once_at_its_end() -> None:
+    store = CountingStore()
+    pending(store, "1", "2", "3", first_poll=SUBMITTED + 20)
+    provider = FakeProvider()
+    policy = dataclasses.replace(POLICY, backoff_base_seconds=5, run_seconds=50)
+    service, moments = _clocked(store, provider, policy)
+
+    def pingback_for_2_and_token_for_3(seconds: float) -> None:
+        moments.append(moments[-1] + seconds)
+        if moments[-1] - SUBMITTED == 30:
+            store.record_result(TaskResult("2", TOKEN, DeliveryPath.CALLBACK, moments[-1]))
+            provider.answers["3"] = TOKEN
+
+    service._sleep = pingback_for_2_and_token_for_3
+    report = service.run(remaining_seconds=lambda: 60.0)
+    assert report.not_ready >= 4 and report.recovered == 1
+    assert store.reschedules == ["1"]  # 2 finished by pingback, 3 by poll: nothing to write
+    task = store.get("1")
+    assert task is not None and task.poll_attempts >= 3 and task.due_at is not None
+    assert store.last_checked["1"] >= SUBMITTED + 50  # the latest "not ready", from memory
+    recovered = store.get("3")
+    assert recovered is not None and recovered.delivered_via is DeliveryPath.POLL

@@ -76,3 +76,31 @@ def test_unregistered_results_are_kept_a_day_and_admin_is_optional() -> None:
         GetTaskSettings.from_env({**BASE, "ADMIN_PRINCIPAL_ARN": admin}).admin_principal_arn
         == admin
     )
+
+
+def test_the_pollers_defaults_are_the_templates_defaults() -> None:
+    from pingback_guard.settings import PollerSettings
+    from tests.support import template
+
+    parameters = template()["Parameters"]
+    settings = PollerSettings.from_env(
+        {"TASKS_TABLE_NAME": "t", "PROVIDER_API_KEY_PARAMETER": "/k"}
+    )
+    assert (
+        settings.backoff_base_seconds,
+        settings.backoff_max_seconds,
+        settings.expected_solve_seconds,
+        settings.sweep_interval_seconds,
+        settings.max_requests_per_sweep,
+        settings.retention_seconds,
+    ) == tuple(
+        parameters[name]["Default"]
+        for name in (
+            "PollBackoffBaseSeconds",
+            "PollBackoffMaxSeconds",
+            "ExpectedSolveSeconds",
+            "PollSweepIntervalSeconds",
+            "PollerMaxRequestsPerSweep",
+            "RetentionSeconds",
+        )
+    )

@@ -15,6 +15,7 @@ from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService, PollPolicy, SweepReport
 from pingback_guard.logic.results import unread_delivery
 from pingback_guard.observability import emit_delivery, logger, metrics, tracer
+from pingback_guard.provider.traced import TracedProvider
 from pingback_guard.provider.wiring import captchaai_client
 from pingback_guard.settings import PollerSettings
 from pingback_guard.wiring import dynamodb_client
@@ -29,7 +30,7 @@ def _token_recovered(result: TaskResult) -> None:
 
 service = PollerService(
     DynamoDbTaskStore(dynamodb_client(), settings.table),
-    captchaai_client(provider),
+    TracedProvider(captchaai_client(provider), tracer.provider),
     PollPolicy(
         retention_seconds=settings.retention_seconds,
         backoff_base_seconds=settings.backoff_base_seconds,

@@ -3,7 +3,9 @@
 One invocation holds the poller lease (one sweeper at a time) and sweeps every few seconds while
 tasks will come due before it stops, so a result is looked for when it is likely ready rather
 than at the next scheduled minute. Every HTTP request to res.php is budgeted and made only with
-time left before the Lambda deadline.
+time left before the Lambda deadline. While an invocation holds the lease, a "not ready" moves
+the task's next check in memory and the table is written once when the invocation ends: a task
+whose pingback arrives meanwhile costs no write at all (a due-index move is three write units).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.errors import (
@@ -110,6 +112,8 @@ class PollerService:
         self._sleep = sleep
         self._batching_paused_until = -math.inf
         self._on_token_stored = on_token_stored
+        # Next checks held in memory while this invocation holds the lease; None: write through.
+        self._plans: dict[str, DueTask] | None = None
 
     def run(self, remaining_seconds: Callable[[], float]) -> SweepReport:
         """Hold the lease and sweep every few seconds while tasks come due before we stop."""
@@ -122,28 +126,37 @@ class PollerService:
         lease_until = started + remaining_seconds()
         if not self._take_lease(holder, lease_until, remaining_seconds, report):
             return report
+        self._plans = {}
         try:
             while True:
                 now = self._clock()
-                report.add(self.sweep(now, remaining_seconds))
+                swept = self.sweep(now, remaining_seconds)
+                report.add(swept)
                 if report.account_error or report.stopped_early:
                     return report
                 next_sweep = now + self._policy.sweep_interval_seconds
-                # Overdue tasks count too: a sweep out of budget leaves them for the next one.
-                if next_sweep > stop_at or self._store.next_due_at(0.0, stop_at) is None:
+                if next_sweep > stop_at or not self._work_ahead(swept, stop_at):
                     return report
                 self._sleep(max(0.0, next_sweep - self._clock()))
         except StoreError:
             report.store_errors += 1
             return report
         finally:
+            self._write_plans(report)
             self._release_lease(holder)
+
+    def _work_ahead(self, swept: SweepReport, stop_at: float) -> bool:
+        """Will a task be due before this invocation stops? Asks the index only when unsure."""
+        if swept.due or self._plans:
+            return True
+        # Overdue tasks count too: a sweep out of budget leaves them for the next one.
+        return self._store.next_due_at(0.0, stop_at) is not None
 
     def sweep(self, now: float, remaining_seconds: Callable[[], float]) -> SweepReport:
         """Poll due PENDING tasks until done, out of request budget or out of time."""
         report = SweepReport(sweeps=1)
         try:
-            due = self._store.due_tasks(now, limit=self._policy.max_tasks_per_sweep)
+            due = self._due(now)
         except StoreError:
             report.store_errors += 1  # the next sweep finds the same tasks still due
             return report
@@ -177,6 +190,45 @@ class PollerService:
                 self._settle(task, answers.get(task.task_id, NO_ANSWER), now, report)
         return report
 
+    def _due(self, now: float) -> list[DueTask]:
+        """Due tasks as the table has them, with the next checks held in memory applied."""
+        plans = self._plans
+        limit = self._policy.max_tasks_per_sweep
+        if plans is None:
+            return self._store.due_tasks(now, limit=limit)
+        found = self._store.due_tasks(now, limit=limit + len(plans))
+        if len(found) < limit + len(plans):
+            # Not in the index any more: finished (a pingback came), nothing to write for it.
+            seen = {task.task_id for task in found}
+            for task_id in [task_id for task_id in plans if task_id not in seen]:
+                del plans[task_id]
+        current = [plans.get(task.task_id, task) for task in found]
+        return [task for task in current if task.due_at <= now][:limit]
+
+    def _reschedule(
+        self, task: DueTask, due_at: float, attempts: int, checked: float | None
+    ) -> None:
+        if self._plans is None:
+            self._store.reschedule_poll(task.task_id, due_at, attempts, checked)
+        else:
+            self._plans[task.task_id] = replace(
+                task, due_at=due_at, poll_attempts=attempts, last_checked_at=checked
+            )
+
+    def _forget_plan(self, task_id: str) -> None:
+        if self._plans is not None:
+            self._plans.pop(task_id, None)
+
+    def _write_plans(self, report: SweepReport) -> None:
+        plans, self._plans = self._plans or {}, None
+        for task in plans.values():
+            try:
+                self._store.reschedule_poll(
+                    task.task_id, task.due_at, task.poll_attempts, task.last_checked_at
+                )
+            except StoreError:
+                report.store_errors += 1  # the task stays due: it is checked again sooner
+
     def _time_left(self, remaining_seconds: Callable[[], float]) -> float:
         return remaining_seconds() - self._policy.deadline_margin_seconds
 
@@ -193,7 +245,7 @@ class PollerService:
             return False
         try:
             due_at = min(likely_at, self._policy.expires_at(task))
-            self._store.reschedule_poll(task.task_id, due_at, 0)
+            self._reschedule(task, due_at, 0, task.last_checked_at)
         except StoreError:
             report.store_errors += 1
         report.deferred += 1
@@ -203,6 +255,8 @@ class PollerService:
         self, task: DueTask, answer: ProviderAnswer, now: float, report: SweepReport
     ) -> None:
         try:
+            if answer.is_final or self._policy.is_expired(task, now):
+                self._forget_plan(task.task_id)
             if answer.is_final:
                 self._store_answer(task, answer, now, report)
             elif self._policy.is_expired(task, now):
@@ -210,9 +264,7 @@ class PollerService:
             else:
                 checked = now if answer.kind is AnswerKind.NOT_READY else task.last_checked_at
                 attempts = task.poll_attempts + 1
-                self._store.reschedule_poll(
-                    task.task_id, self._next_check(task, now, attempts), attempts, checked
-                )
+                self._reschedule(task, self._next_check(task, now, attempts), attempts, checked)
                 report.not_ready += int(answer.kind is AnswerKind.NOT_READY)
         except StoreError:
             report.store_errors += 1
