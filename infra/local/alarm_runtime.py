@@ -9,8 +9,8 @@ Metrics and their sources:
 - AWS/ApiGateway Count, 4xx, 5xx (0 or 1 per request, dimensions ApiId / ApiId+Stage /
   ApiId+Stage+Route, as HTTP APIs publish them) from the local gateway, and the template's
   AWS::Logs::MetricFilter on the API access log group applied to the same requests;
-- AWS/SQS ApproximateNumberOfMessagesVisible / NotVisible / Delayed sampled from moto once a
-  nominal minute, and ApproximateAgeOfOldestMessage from the messages the runtime's SQS pollers
+- AWS/SQS ApproximateNumberOfMessagesVisible / NotVisible / Delayed sampled from moto at every
+  evaluation (several times a period: the alarms here read them with Maximum), and ApproximateAgeOfOldestMessage from the messages the runtime's SQS pollers
   received: SentTimestamp of the oldest message not yet deleted and received fewer than 3 times
   (SQS leaves those out too). A queue nobody consumes gets no age datapoint: moto does not
   expose its messages without receiving them.
@@ -18,6 +18,7 @@ Metrics and their sources:
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import logging
 import re
@@ -143,7 +144,7 @@ def filter_matches(terms: Sequence[FilterTerm], record: Mapping[str, Any]) -> bo
             except (TypeError, ValueError):
                 same = False
         else:
-            same = str(actual) == term.value
+            same = fnmatch.fnmatchcase(str(actual), term.value)
         if same != term.equal:
             return False
     return True
@@ -229,7 +230,6 @@ class LocalCloudWatch:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
-        self._last_sample = 0.0
 
     @property
     def definitions(self) -> list[AlarmDefinition]:
@@ -300,9 +300,7 @@ class LocalCloudWatch:
     def tick(self, now: float) -> list[Transition]:
         """Collect what is new, evaluate every alarm, publish the state changes."""
         self._emf.collect(self.store)
-        if now - self._last_sample >= NOMINAL_MINUTE / self._time_scale:
-            self._sample_queues(now)
-            self._last_sample = now
+        self._sample_queues(now)
         with self._lock:
             changes = self._board.evaluate(now)
         for change in changes:
@@ -315,7 +313,8 @@ class LocalCloudWatch:
             try:
                 self.tick(time.time())
             except (BotoCoreError, ClientError, OSError) as failure:
-                logger.warning("alarm evaluation failed: %s", failure)
+                if not self._stopping.is_set():
+                    logger.warning("alarm evaluation failed: %s", failure)
 
     def _sample_queues(self, now: float) -> None:
         sqs = self._endpoint.client("sqs")

@@ -303,6 +303,9 @@ def test_access_log_filter_pattern_matches_route_and_status() -> None:
     assert filter_matches(terms, {"routeKey": "POST /callback/{secret}", "status": "429"})
     assert not filter_matches(terms, {"routeKey": "POST /tasks", "status": "429"})
     assert not filter_matches(terms, {"routeKey": "POST /callback/{secret}", "status": "200"})
+    wildcard = parse_json_filter('{ ($.routeKey = "* /tasks*") && ($.status = "4*") }')
+    assert filter_matches(wildcard, {"routeKey": "GET /tasks/{task_id}", "status": "404"})
+    assert not filter_matches(wildcard, {"routeKey": "GET /tasks/{task_id}", "status": "200"})
     with pytest.raises(UnsupportedAlarm):
         parse_json_filter("[ip, user, status=429]")
 
