@@ -10,10 +10,11 @@ Metrics and their sources:
   ApiId+Stage+Route, as HTTP APIs publish them) from the local gateway, and the template's
   AWS::Logs::MetricFilter on the API access log group applied to the same requests;
 - AWS/SQS ApproximateNumberOfMessagesVisible / NotVisible / Delayed sampled from moto at every
-  evaluation (several times a period: the alarms here read them with Maximum), and ApproximateAgeOfOldestMessage from the messages the runtime's SQS pollers
-  received: SentTimestamp of the oldest message not yet deleted and received fewer than 3 times
-  (SQS leaves those out too). A queue nobody consumes gets no age datapoint: moto does not
-  expose its messages without receiving them.
+  evaluation (several times a period: the alarms here read them with Maximum), and
+  ApproximateAgeOfOldestMessage from the messages the runtime's SQS pollers received: the
+  SentTimestamp of the oldest message not yet deleted and received fewer than 3 times (SQS leaves
+  those out too). A queue nobody consumes gets no age datapoint: moto does not expose its
+  messages without receiving them.
 """
 
 from __future__ import annotations
