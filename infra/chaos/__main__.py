@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     result = ChaosRun(scenario, out_dir, with_baseline=not arguments.no_baseline).run()
     print("\n" + write_report(result, out_dir), flush=True)
     print(f"report: {out_dir}/report.json, {out_dir}/summary.txt, {out_dir}/timeline.png")
-    return 0 if result.verdict.passed else 1
+    return 0 if result.passed else 1
 
 
 if __name__ == "__main__":

@@ -294,7 +294,12 @@ class LocalCloudWatch:
                 "states": dict(self._board.states),
                 "history": [change.to_json() for change in self._board.history],
                 "alarms": {
-                    definition.name: definition.logical_id for definition in self._board.definitions
+                    definition.name: {
+                        "logical_id": definition.logical_id,
+                        "period": definition.period,
+                        "evaluation_periods": definition.evaluation_periods,
+                    }
+                    for definition in self._board.definitions
                 },
             }
 

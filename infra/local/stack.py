@@ -189,7 +189,7 @@ class LocalStack:
         self._schedules.set_enabled(enabled)
 
     def alarms(self) -> dict[str, Any]:
-        """Alarm states, definitions (name -> logical id) and every state change so far."""
+        """Alarm states, definitions (logical id, period) and every state change so far."""
         if self._cloudwatch is None:
             return {"states": {}, "history": [], "alarms": {}}
         return self._cloudwatch.report()
