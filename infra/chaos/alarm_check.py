@@ -1,8 +1,8 @@
 """Do the alarms report the faults? Injects the faults only an alarm can show, waits for every
 alarm to clear, and judges the local CloudWatch's history against the fault windows.
 
-Each fault names the alarm (by logical id) that must fire between its start and its end plus
-the alarm's own detection time; every alarm must be out of ALARM at the end; a clean run (no
+Each fault names the alarm (by logical id) that must be in ALARM between its start and its end
+plus the alarm's own detection time; every alarm must be out of ALARM at the end; a clean run (no
 faults at all) must raise none.
 """
 
@@ -22,6 +22,8 @@ from infra.simulator import Simulator
 
 ALARM = "ALARM"
 SETTLE_POLL_SECONDS = 1.0
+EXPIRY_CHECK_SECONDS = 1.0
+EXPIRY_PATIENCE_SECONDS = 45.0
 EXPIRED_TASK_ID = "990000000000000001"
 PARKED_MESSAGE_BODY = "not a dead letter: replay can never apply this"
 # An alarm fires at the end of a bucket, and is evaluated a few times per bucket.
@@ -85,15 +87,17 @@ class AlarmFaultInjector:
         self._stack = stack
         self._simulator = simulator
         self._retention = retention
+        info = stack.ready
+        self._sqs = info.aws_client("sqs")
+        self._dynamodb = info.aws_client("dynamodb")
         self.notes: list[tuple[float, str]] = []
 
     def run(self, started: float, stop: threading.Event) -> None:
         faults = self._faults
+        expiry = threading.Thread(target=self._expire_stale_task, args=(started, stop))
+        expiry.start()
         steps: list[tuple[float, str, Callable[[], None]]] = [
             (faults.parked_message_at, "parked message sent", self._send_poison),
-            (faults.expired_task.start, "expired task registered", self._register_stale_task),
-            (faults.expired_task.start, "res.php 5xx", lambda: self._res_failing(True)),
-            (faults.expired_task.end, "res.php back", lambda: self._res_failing(False)),
             (faults.poller_stopped.start, "poller stopped", lambda: self._schedules(False)),
             (faults.poller_stopped.end, "poller back", lambda: self._schedules(True)),
             (faults.account_error.start, "account error", lambda: self._balance(False)),
@@ -106,9 +110,36 @@ class AlarmFaultInjector:
                 action()
                 self.notes.append((round(time.time() - started, 2), what))
         finally:
+            expiry.join()
             self._schedules(True)
-            self._res_failing(False)
             self._balance(True)
+
+    def _expire_stale_task(self, started: float, stop: threading.Event) -> None:
+        """Register the stale task and fail res.php until a sweep expired it (at most a while:
+        on a busy machine a sweep can take longer than the planned window)."""
+        if stop.wait(max(0.0, started + self._faults.expired_task.start - time.time())):
+            return
+        self._register_stale_task()
+        self._res_failing(True)
+        self.notes.append((round(time.time() - started, 2), "expired task registered, res.php 5xx"))
+        patience = max(self._faults.expired_task.length, EXPIRY_PATIENCE_SECONDS)
+        deadline = time.time() + patience
+        try:
+            while time.time() < deadline and not stop.wait(EXPIRY_CHECK_SECONDS):
+                if self._stale_task_status() == "EXPIRED":
+                    break
+        finally:
+            self._res_failing(False)
+            self.notes.append((round(time.time() - started, 2), "res.php back"))
+
+    def _stale_task_status(self) -> str | None:
+        item = self._dynamodb.get_item(
+            TableName=self._stack.ready.tasks_table,
+            Key={"task_id": {"S": EXPIRED_TASK_ID}},
+            ConsistentRead=True,
+        ).get("Item", {})
+        status = item.get("status", {}).get("S")
+        return str(status) if status is not None else None
 
     def clean_up(self, info: ReadyInfo) -> None:
         """What the runbook says to do once the alarm fired: drop the unreplayable message,
@@ -136,8 +167,7 @@ class AlarmFaultInjector:
         )
 
     def _send_poison(self) -> None:
-        info = self._stack.ready
-        info.aws_client("sqs").send_message(QueueUrl=info.dlq_url, MessageBody=PARKED_MESSAGE_BODY)
+        self._sqs.send_message(QueueUrl=self._stack.ready.dlq_url, MessageBody=PARKED_MESSAGE_BODY)
 
     def _register_stale_task(self) -> None:
         """A PENDING registration (as submit leaves it when the table is down) for a task whose
@@ -156,8 +186,7 @@ class AlarmFaultInjector:
             "first_poll_at": now,
             "reason": f"alarm check {uuid.uuid4()}",
         }
-        info = self._stack.ready
-        info.aws_client("sqs").send_message(QueueUrl=info.dlq_url, MessageBody=json.dumps(body))
+        self._sqs.send_message(QueueUrl=self._stack.ready.dlq_url, MessageBody=json.dumps(body))
 
     def _res_failing(self, failing: bool) -> None:
         rate = 1.0 if failing else float(self._baseline_res_5xx())
@@ -232,11 +261,11 @@ def alarm_intervals(
     intervals: dict[str, list[list[float | None]]] = {}
     for change in history:
         at = round(float(change["at"]) - started, 2)
-        spans = intervals.setdefault(str(change["logical_id"]), [])
+        logical_id = str(change["logical_id"])
         if change["new_state"] == ALARM:
-            spans.append([at, None])
-        elif change["old_state"] == ALARM and spans and spans[-1][1] is None:
-            spans[-1][1] = at
+            intervals.setdefault(logical_id, []).append([at, None])
+        elif change["old_state"] == ALARM and intervals.get(logical_id):
+            intervals[logical_id][-1][1] = at
     return intervals
 
 
@@ -269,16 +298,17 @@ def _first_firing(
     specs: Mapping[str, Mapping[str, Any]],
     time_scale: float,
 ) -> float | None:
+    """When the alarm fired, if it was in ALARM at some moment between the fault's start and its
+    end plus the alarm's detection time (its window and two more buckets)."""
     spec = specs.get(fault.alarm)
     if spec is None:
         return None
     buckets = spec["evaluation_periods"] + DETECTION_MARGIN_BUCKETS
     latest = None if fault.end is None else fault.end + spec["period"] * buckets / time_scale
-    for span in spans:
-        fired_at = span[0]
-        if fired_at is None or fired_at < fault.start:
+    for fired_at, cleared_at in spans:
+        if fired_at is None or (latest is not None and fired_at > latest):
             continue
-        if latest is None or fired_at <= latest:
+        if cleared_at is None or cleared_at >= fault.start:
             return fired_at
     return None
 

@@ -226,7 +226,13 @@ class LocalCloudWatch:
             for logical_id, _ in stack.resources_of_type("AWS::ApiGatewayV2::Api")
         ]
         self._access_filters = _access_log_filters(stack)
-        self._board = AlarmBoard(_definitions(stack), self.store, time_scale, time.time())
+        self._board = AlarmBoard(
+            _definitions(stack),
+            self.store,
+            time_scale,
+            origin=time.time(),
+            lag_seconds=max(1.0, NOMINAL_MINUTE / time_scale / 2),
+        )
         self._definitions = {definition.name: definition for definition in self._board.definitions}
         self._lock = threading.Lock()
         self._stopping = threading.Event()

@@ -220,12 +220,18 @@ def evaluation_window(
 ) -> Window | None:
     """The last EvaluationPeriods complete buckets before `now`; None while they are not all
     after `origin`."""
-    bucket_seconds = definition.period / time_scale
-    complete = math.floor((now - origin) / bucket_seconds)
+    complete = math.floor((now - origin) / (definition.period / time_scale))
+    return window_ending(definition, origin, complete, time_scale)
+
+
+def window_ending(
+    definition: AlarmDefinition, origin: float, complete: int, time_scale: float
+) -> Window | None:
+    """The EvaluationPeriods buckets before bucket `complete`; None if one is before `origin`."""
     first = complete - definition.evaluation_periods
     if first < 0:
         return None
-    return Window(origin, bucket_seconds, first, definition.evaluation_periods)
+    return Window(origin, definition.period / time_scale, first, definition.evaluation_periods)
 
 
 def datapoints(definition: AlarmDefinition, store: MetricStore, window: Window) -> Series:
@@ -428,42 +434,55 @@ class Transition:
 
 @dataclass
 class AlarmBoard:
-    """The alarms' current states and every transition, evaluated against one metric store."""
+    """The alarms' current states and every transition, evaluated against one metric store.
+
+    Like CloudWatch, every period is evaluated once it is over, even when evaluation runs late
+    (a busy machine): the windows missed since the last call are evaluated in order, each
+    transition stamped with the end of its window. `lag_seconds` leaves datapoints time to
+    arrive (a log line is written a moment after its timestamp).
+    """
 
     definitions: Sequence[AlarmDefinition]
     store: MetricStore
     time_scale: float
     origin: float
+    lag_seconds: float = 0.0
     states: dict[str, str] = field(default_factory=dict)
     history: list[Transition] = field(default_factory=list)
+    _evaluated: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for definition in self.definitions:
             self.states.setdefault(definition.name, INSUFFICIENT_DATA)
 
     def evaluate(self, now: float) -> list[Transition]:
-        """Evaluate every alarm at `now`; the transitions this caused."""
+        """Evaluate every period of every alarm that ended by `now - lag_seconds`."""
         changes: list[Transition] = []
         for definition in self.definitions:
-            window = evaluation_window(definition, self.origin, now, self.time_scale)
-            if window is None:
-                continue
-            current = self.states[definition.name]
-            values = datapoints(definition, self.store, window)
-            decision = decide(definition, values, window, current)
-            if decision.state != current:
-                change = Transition(
-                    definition.name,
-                    definition.logical_id,
-                    current,
-                    decision.state,
-                    now,
-                    decision.reason,
-                )
-                self.states[definition.name] = decision.state
-                self.history.append(change)
-                changes.append(change)
+            bucket_seconds = definition.period / self.time_scale
+            complete = math.floor((now - self.lag_seconds - self.origin) / bucket_seconds)
+            start = self._evaluated.get(definition.name, definition.evaluation_periods - 1) + 1
+            for index in range(start, complete + 1):
+                window = window_ending(definition, self.origin, index, self.time_scale)
+                if window is not None:
+                    change = self._evaluate_window(definition, window)
+                    if change is not None:
+                        changes.append(change)
+            self._evaluated[definition.name] = max(complete, start - 1)
         return changes
+
+    def _evaluate_window(self, definition: AlarmDefinition, window: Window) -> Transition | None:
+        current = self.states[definition.name]
+        decision = decide(definition, datapoints(definition, self.store, window), window, current)
+        if decision.state == current:
+            return None
+        ended = window.bounds(window.first + window.count - 1)[1]
+        change = Transition(
+            definition.name, definition.logical_id, current, decision.state, ended, decision.reason
+        )
+        self.states[definition.name] = decision.state
+        self.history.append(change)
+        return change
 
 
 def actions_for(definition: AlarmDefinition, state: str) -> Iterable[str]:

@@ -171,6 +171,24 @@ def test_board_fires_and_clears_on_the_local_time_scale_with_one_history_entry_e
     ]
 
 
+def test_a_late_evaluation_still_sees_every_period_in_order() -> None:
+    store = MetricStore()
+    definition = alarm_definition(
+        "errors",
+        "ErrorsAlarm",
+        _alarm(EvaluationPeriods=1, DatapointsToAlarm=1, TreatMissingData="notBreaching"),
+    )
+    board = AlarmBoard([definition], store, time_scale=60, origin=0.0, lag_seconds=0.5)
+    store.put(ERRORS, 1.5, 1.0)  # only bucket [1, 2) breaches
+    # Given nothing evaluated for 4 periods, when evaluation runs at last,
+    changes = board.evaluate(4.6)
+    # then the breaching period fired and the next one cleared, stamped when they ended.
+    assert [(c.new_state, c.at) for c in changes] == [(OK, 1.0), (ALARM, 2.0), (OK, 3.0)]
+    # And the period that ended less than lag_seconds ago waits for its late datapoints.
+    store.put(ERRORS, 4.2, 1.0)
+    assert [(c.new_state, c.at) for c in board.evaluate(5.6)] == [(ALARM, 5.0)]
+
+
 def test_missing_data_breaching_fires_when_a_scheduled_function_stops() -> None:
     invocations = MetricKey.of("AWS/Lambda", "Invocations", FunctionName="poller")
     definition = alarm_definition(
