@@ -279,7 +279,13 @@ def judge_alarms(
     for fault in expected:
         fired = _first_firing(fault, intervals.get(fault.alarm, []), specs, scenario.time_scale)
         verdict.raised.append(
-            {"fault": fault.fault, "alarm": fault.alarm, "start": fault.start, "fired_at": fired}
+            {
+                "fault": fault.fault,
+                "alarm": fault.alarm,
+                "start": fault.start,
+                "end": fault.end,
+                "fired_at": fired,
+            }
         )
         if fired is None:
             verdict.not_raised.append(f"{fault.fault}: {fault.alarm}")

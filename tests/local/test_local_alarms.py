@@ -14,7 +14,7 @@ from infra.chaos.alarm_check import subscribe_queue_to_alarms
 from infra.local import LocalOptions, LocalStack
 from tests.local.support import wait_until
 
-pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(400)]
 
 PROJECT_TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 
@@ -38,7 +38,7 @@ def test_poller_stopped_fires_its_alarm_to_the_topic_and_clears_when_it_runs_aga
         template=PROJECT_TEMPLATE,
         provider_api_key="alarm-test-key",
         run_dir=tmp_path,
-        time_scale=60,
+        time_scale=12,
         workers_per_function=1,
         stack_name="alarms",
     )
@@ -46,11 +46,11 @@ def test_poller_stopped_fires_its_alarm_to_the_topic_and_clears_when_it_runs_aga
         inbox = subscribe_queue_to_alarms(stack.ready)
         assert inbox is not None
         assert len(stack.alarms()["alarms"]) >= 28
-        # Given the poller runs every nominal minute (1 s here), its alarm is OK.
-        wait_until(lambda: _state(stack, "PollerNotRunningAlarm") == "OK", timeout=30)
-        # When its schedule is disabled, the alarm fires within two sweep periods (about 2 s).
+        # Given the poller runs every nominal minute (5 s here), its alarm is OK.
+        wait_until(lambda: _state(stack, "PollerNotRunningAlarm") == "OK", timeout=90)
+        # When its schedule is disabled, the alarm fires within two sweep periods (10 s here).
         stack.set_schedules(False)
-        wait_until(lambda: _state(stack, "PollerNotRunningAlarm") == "ALARM", timeout=30)
+        wait_until(lambda: _state(stack, "PollerNotRunningAlarm") == "ALARM", timeout=60)
         # Then the alarm topic carries CloudWatch's notification.
         received: list[dict[str, Any]] = []
 
@@ -67,7 +67,7 @@ def test_poller_stopped_fires_its_alarm_to_the_topic_and_clears_when_it_runs_aga
         assert "LessThanThreshold" in fired[0]["NewStateReason"]
         # And it clears once the schedule runs again.
         stack.set_schedules(True)
-        wait_until(lambda: _state(stack, "PollerNotRunningAlarm") == "OK", timeout=30)
+        wait_until(lambda: _state(stack, "PollerNotRunningAlarm") == "OK", timeout=60)
         control = requests.get(f"{stack.ready.control_url}/_local/alarms", timeout=10).json()
         changes = [c for c in control["history"] if c["logical_id"] == "PollerNotRunningAlarm"]
         assert [c["new_state"] for c in changes][-2:] == ["ALARM", "OK"]
