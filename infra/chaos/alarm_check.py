@@ -237,6 +237,8 @@ class AlarmVerdict:
     intervals: dict[str, list[list[float | None]]] = field(default_factory=dict)
     """Per alarm (logical id): [fired, cleared] in seconds since the run started."""
     notifications: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+    """Every state change, its time in seconds since the run started, and CloudWatch's reason."""
 
     @property
     def passed(self) -> bool:
@@ -250,6 +252,7 @@ class AlarmVerdict:
             "fired_in_clean_run": self.fired_in_clean_run,
             "intervals": self.intervals,
             "notifications": self.notifications,
+            "history": self.history,
             "passed": self.passed,
         }
 
@@ -274,7 +277,10 @@ def judge_alarms(
 ) -> AlarmVerdict:
     intervals = alarm_intervals(report["history"], started)
     specs = {spec["logical_id"]: spec for spec in report["alarms"].values()}
-    verdict = AlarmVerdict(intervals=intervals, notifications=notifications)
+    history = [
+        {**change, "at": round(float(change["at"]) - started, 2)} for change in report["history"]
+    ]
+    verdict = AlarmVerdict(intervals=intervals, notifications=notifications, history=history)
     expected = expected_alarms(scenario)
     for fault in expected:
         fired = _first_firing(fault, intervals.get(fault.alarm, []), specs, scenario.time_scale)

@@ -166,8 +166,10 @@ def _draw_alarms(axis: Any, result: ChaosResult) -> None:
     """One row per alarm that fired, red from when it fired to when it cleared; the injected
     faults as grey bands."""
     for fault in expected_alarms(result.scenario):
-        end = result.duration_seconds if fault.end is None else fault.end
-        axis.axvspan(fault.start, end, alpha=0.08, color="black")
+        if fault.end is None:
+            axis.axvline(fault.start, color="black", alpha=0.3, linewidth=1)
+        else:
+            axis.axvspan(fault.start, fault.end, alpha=0.08, color="black")
         axis.annotate(
             fault.fault,
             (fault.start, 1.0),

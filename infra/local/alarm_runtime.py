@@ -243,6 +243,9 @@ class LocalCloudWatch:
         return list(self._board.definitions)
 
     def start(self) -> None:
+        """Periods start now: the triggers have just started (a new alarm starts here too)."""
+        with self._lock:
+            self._board.origin = time.time()
         self._thread = threading.Thread(target=self._run, name="local-cloudwatch", daemon=True)
         self._thread.start()
 
