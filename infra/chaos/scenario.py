@@ -160,7 +160,7 @@ DEMO = replace(
 CI_ALARM_FAULTS = AlarmFaults(
     parked_message_at=1,
     expired_task=Window(2, 8),
-    poller_stopped=Window(20, 25),
+    poller_stopped=Window(15, 40),
     account_error=Window(56, 3),
 )
 CI = replace(CI, alarm_faults=CI_ALARM_FAULTS)

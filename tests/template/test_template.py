@@ -761,6 +761,7 @@ def test_poller_not_running_alarm_breaches_on_silence_over_two_sweeps(
     ]
     assert properties["ComparisonOperator"] == "LessThanThreshold"
     assert properties["Threshold"] == 1
+    assert (properties["EvaluationPeriods"], properties["DatapointsToAlarm"]) == (2, 2)
     assert properties["Period"] == {
         "Fn::FindInMap": ["PollRate", {"Ref": "PollRateMinutes"}, "TwoSweepsSeconds"]
     }
