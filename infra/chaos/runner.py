@@ -214,7 +214,7 @@ class ChaosRun:
         self._progress("waiting for the alarms to clear")
 
         def clean_up_once_reported(report: Any) -> bool:
-            fired = {change["logical_id"] for change in report["history"]}
+            fired = {c["logical_id"] for c in report["history"] if c["new_state"] == "ALARM"}
             if injector is None:
                 return True
             if {"ParkingQueueDepthAlarm", "TaskExpiredAlarm"} <= fired:

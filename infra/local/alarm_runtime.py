@@ -236,7 +236,8 @@ class LocalCloudWatch:
         self._definitions = {definition.name: definition for definition in self._board.definitions}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
+        self._clients: tuple[Any, Any] | None = None
 
     @property
     def definitions(self) -> list[AlarmDefinition]:
@@ -246,13 +247,20 @@ class LocalCloudWatch:
         """Periods start now: the triggers have just started (a new alarm starts here too)."""
         with self._lock:
             self._board.origin = time.time()
-        self._thread = threading.Thread(target=self._run, name="local-cloudwatch", daemon=True)
-        self._thread.start()
+        # Queue depths are sampled on their own, so that a slow evaluation leaves no period
+        # without a sample (a missing datapoint reads as 0 through FILL).
+        self._threads = [
+            threading.Thread(target=self._run, name="local-cloudwatch", daemon=True),
+            threading.Thread(target=self._sample, name="local-cloudwatch-sqs", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def stop(self, timeout: float) -> None:
         self._stopping.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def record_invocation(self, logical_id: str, invocation: Invocation) -> None:
         name = self._function_names.get(logical_id)
@@ -313,9 +321,8 @@ class LocalCloudWatch:
             }
 
     def tick(self, now: float) -> list[Transition]:
-        """Collect what is new, evaluate every alarm, publish the state changes."""
+        """Collect the new EMF lines, evaluate every alarm, publish the state changes."""
         self._emf.collect(self.store)
-        self._sample_queues(now)
         with self._lock:
             changes = self._board.evaluate(now)
         for change in changes:
@@ -323,36 +330,54 @@ class LocalCloudWatch:
         return changes
 
     def _run(self) -> None:
-        interval = min(NOMINAL_MINUTE / self._time_scale / 4, 5.0)
-        while not self._stopping.wait(interval):
+        while not self._stopping.wait(self._interval):
             try:
                 self.tick(time.time())
             except (BotoCoreError, ClientError, OSError) as failure:
                 if not self._stopping.is_set():
                     logger.warning("alarm evaluation failed: %s", failure)
 
-    def _sample_queues(self, now: float) -> None:
+    @property
+    def _interval(self) -> float:
+        return min(NOMINAL_MINUTE / self._time_scale / 4, 5.0)
+
+    def _sample(self) -> None:
         sqs = self._endpoint.client("sqs")
-        for queue in self._queues:
-            attributes = sqs.get_queue_attributes(
-                QueueUrl=queue.url, AttributeNames=list(_QUEUE_DEPTHS)
-            )["Attributes"]
-            for attribute, metric in _QUEUE_DEPTHS.items():
-                value = float(attributes.get(attribute, 0))
-                self.store.put(MetricKey.of("AWS/SQS", metric, QueueName=queue.name), now, value)
-            empty = not any(int(attributes.get(name, 0)) for name in _QUEUE_DEPTHS)
-            age = self.sqs_ages.oldest_age(queue.url, now, empty)
-            if age is not None:
-                self.store.put(
-                    MetricKey.of("AWS/SQS", "ApproximateAgeOfOldestMessage", QueueName=queue.name),
-                    now,
-                    age * self._time_scale,
-                )
+        while not self._stopping.wait(self._interval):
+            for queue in self._queues:
+                try:
+                    self._sample_queue(sqs, queue)
+                except (BotoCoreError, ClientError) as failure:
+                    if not self._stopping.is_set():
+                        logger.warning("queue %s not sampled: %s", queue.name, failure)
+
+    def _sample_queue(self, sqs: Any, queue: WatchedQueue) -> None:
+        attributes = sqs.get_queue_attributes(
+            QueueUrl=queue.url, AttributeNames=list(_QUEUE_DEPTHS)
+        )["Attributes"]
+        now = time.time()
+        for attribute, metric in _QUEUE_DEPTHS.items():
+            value = float(attributes.get(attribute, 0))
+            self.store.put(MetricKey.of("AWS/SQS", metric, QueueName=queue.name), now, value)
+        empty = not any(int(attributes.get(name, 0)) for name in _QUEUE_DEPTHS)
+        age = self.sqs_ages.oldest_age(queue.url, now, empty)
+        if age is not None:
+            self.store.put(
+                MetricKey.of("AWS/SQS", "ApproximateAgeOfOldestMessage", QueueName=queue.name),
+                now,
+                age * self._time_scale,
+            )
+
+    def _publish_clients(self) -> tuple[Any, Any]:
+        """The CloudWatch and SNS clients of the evaluation thread, made on first use."""
+        if self._clients is None:
+            self._clients = (self._endpoint.client("cloudwatch"), self._endpoint.client("sns"))
+        return self._clients
 
     def _publish(self, change: Transition) -> None:
         definition = self._definitions[change.alarm]
         logger.info("alarm %s: %s -> %s", change.alarm, change.old_state, change.new_state)
-        cloudwatch = self._endpoint.client("cloudwatch")
+        cloudwatch, sns = self._publish_clients()
         try:
             cloudwatch.set_alarm_state(
                 AlarmName=change.alarm, StateValue=change.new_state, StateReason=change.reason
@@ -360,7 +385,6 @@ class LocalCloudWatch:
         except ClientError as failure:
             logger.warning("alarm %s: state not stored in moto: %s", change.alarm, failure)
         message = json.dumps(_notification(definition, change, self._endpoint.region))
-        sns = self._endpoint.client("sns")
         for topic_arn in actions_for(definition, change.new_state):
             try:
                 sns.publish(
