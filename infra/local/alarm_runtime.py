@@ -9,8 +9,8 @@ Metrics and their sources:
 - AWS/ApiGateway Count, 4xx, 5xx (0 or 1 per request, dimensions ApiId / ApiId+Stage /
   ApiId+Stage+Route, as HTTP APIs publish them) from the local gateway, and the template's
   AWS::Logs::MetricFilter on the API access log group applied to the same requests;
-- AWS/SQS ApproximateNumberOfMessagesVisible / NotVisible / Delayed sampled from moto at every
-  evaluation (several times a period: the alarms here read them with Maximum), and
+- AWS/SQS ApproximateNumberOfMessagesVisible / NotVisible / Delayed sampled from moto on a thread
+  of their own, several times a period (the alarms here read them with Maximum), and
   ApproximateAgeOfOldestMessage from the messages the runtime's SQS pollers received: the
   SentTimestamp of the oldest message not yet deleted and received fewer than 3 times (SQS leaves
   those out too). A queue nobody consumes gets no age datapoint: moto does not expose its
