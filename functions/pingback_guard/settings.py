@@ -6,7 +6,7 @@ Logic never reads ``os.environ``: handlers build these objects and pass the valu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
 from pingback_guard.domain.errors import ConfigurationError
@@ -277,7 +277,7 @@ class PollerSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PollerSettings:
         env = _Env(environ)
-        settings = cls(
+        return cls(
             table=TableSettings.from_env(env),
             provider=ProviderSettings.from_env(env),
             retention_seconds=env.number("RETENTION_SECONDS", 600, 10, 86400),
@@ -291,6 +291,16 @@ class PollerSettings:
             run_seconds=env.number("POLLER_RUN_SECONDS", 55, 0, 900),
             batch_probe_seconds=env.number("POLL_BATCH_PROBE_SECONDS", 300, 0, 86400),
         )
-        if settings.backoff_max_seconds < settings.backoff_base_seconds:
-            raise ConfigurationError("POLL_BACKOFF_MAX_SECONDS must be >= the base")
-        return settings
+
+
+def clamped_poller_settings(settings: PollerSettings) -> tuple[PollerSettings, list[str]]:
+    """Combinations of parameters CloudFormation cannot check, clamped instead of failing every
+    sweep at cold start; the warnings say what was changed (the handler logs them)."""
+    base, maximum = settings.backoff_base_seconds, settings.backoff_max_seconds
+    if base <= maximum:
+        return settings, []
+    warning = (
+        f"POLL_BACKOFF_BASE_SECONDS ({base:g}) is above POLL_BACKOFF_MAX_SECONDS ({maximum:g}):"
+        " the base is clamped to the maximum"
+    )
+    return replace(settings, backoff_base_seconds=maximum), [warning]

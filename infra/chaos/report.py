@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from infra.chaos.alarm_check import expected_alarms
 from infra.chaos.result_events import summary_line as result_events_line
 from infra.chaos.runner import ChaosResult
 
@@ -47,6 +48,7 @@ def report_document(result: ChaosResult) -> dict[str, Any]:
         "baseline": result.baseline,
         "timeline": result.timeline.events,
         "result_events": result.result_events,
+        "alarms": result.alarms.to_json() if result.alarms else None,
     }
 
 
@@ -96,9 +98,36 @@ def summary_text(document: dict[str, Any]) -> str:
         )
     events = document.get("result_events")
     lines.append(result_events_line(events))
-    passed = verdict["passed"] and bool(events and events["passed"])
+    lines.extend(_alarm_lines(document.get("alarms")))
+    alarms_passed = document.get("alarms") is None or document["alarms"]["passed"]
+    passed = verdict["passed"] and bool(events and events["passed"]) and alarms_passed
     lines.append(f"  verdict: {'PASS' if passed else 'FAIL'}")
     return "\n".join(lines)
+
+
+def _alarm_lines(alarms: dict[str, Any] | None) -> list[str]:
+    """Per injected fault the alarm that reported it, and when every alarm fired and cleared."""
+    if alarms is None:
+        return []
+    lines = ["  alarms (seconds since start; fired-cleared):"]
+    for raised in alarms["raised"]:
+        fired = raised["fired_at"]
+        when = f"fired at {fired:.0f} s" if fired is not None else "NOT RAISED"
+        lines.append(
+            f"    {raised['fault']} (from {raised['start']:.0f} s) -> {raised['alarm']}: {when}"
+        )
+    for alarm, spans in sorted(alarms["intervals"].items()):
+        shown = ", ".join(
+            f"{fired:.0f}-{'never' if cleared is None else f'{cleared:.0f}'}"
+            for fired, cleared in spans
+        )
+        lines.append(f"    {alarm}: {shown}")
+    if alarms["fired_in_clean_run"]:
+        lines.append(f"    clean run, yet fired: {', '.join(alarms['fired_in_clean_run'])}")
+    if alarms["still_in_alarm"]:
+        lines.append(f"    still in ALARM at the end: {', '.join(alarms['still_in_alarm'])}")
+    lines.append(f"    notifications received from the alarm topic: {alarms['notifications']}")
+    return lines
 
 
 def _window(window: dict[str, float]) -> str:
@@ -111,7 +140,9 @@ def draw_timeline(result: ChaosResult, picture: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, (arrivals_axis, totals_axis) = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
+    figure, (arrivals_axis, totals_axis, alarms_axis) = plt.subplots(
+        3, 1, figsize=(11, 9), sharex=True, gridspec_kw={"height_ratios": [2, 2, 3]}
+    )
     scenario = result.scenario
     for window, label, colour in (
         (scenario.gateway_down, "gateway down", "tab:red"),
@@ -128,7 +159,8 @@ def draw_timeline(result: ChaosResult, picture: Path) -> None:
     arrivals_axis.set_yticks(list(rows.values()), list(rows))
     arrivals_axis.set_title("when each result first reached the stack, by the path that stored it")
     totals_axis.set_ylabel("results stored (cumulative)")
-    totals_axis.set_xlabel("seconds since the run started")
+    _draw_alarms(alarms_axis, result)
+    alarms_axis.set_xlabel("seconds since the run started")
     handles, labels = totals_axis.get_legend_handles_labels()
     totals_axis.legend(handles, labels, loc="upper left", fontsize="small")
     figure.tight_layout()
@@ -143,3 +175,32 @@ def _by_kind(forged: dict[str, Any]) -> str:
         for kind, answers in forged.get("by_kind", {}).items()
         if answers
     )
+
+
+def _draw_alarms(axis: Any, result: ChaosResult) -> None:
+    """One row per alarm that fired, red from when it fired to when it cleared; the injected
+    faults as grey bands."""
+    for fault in expected_alarms(result.scenario):
+        if fault.end is None:
+            axis.axvline(fault.start, color="black", alpha=0.3, linewidth=1)
+        else:
+            axis.axvspan(fault.start, fault.end, alpha=0.08, color="black")
+        axis.annotate(
+            fault.fault,
+            (fault.start, 1.0),
+            xycoords=("data", "axes fraction"),
+            fontsize="xx-small",
+            rotation=90,
+            va="top",
+        )
+    intervals = result.alarms.intervals if result.alarms else {}
+    names = sorted(intervals)
+    for row, alarm in enumerate(names):
+        bars = [
+            (fired, (result.duration_seconds if cleared is None else cleared) - fired)
+            for fired, cleared in intervals[alarm]
+            if fired is not None
+        ]
+        axis.broken_barh(bars, (row - 0.35, 0.7), color="tab:red")
+    axis.set_yticks(range(len(names)), names, fontsize="x-small")
+    axis.set_title("alarms in ALARM (local CloudWatch, evaluated on the run's time scale)")

@@ -12,6 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infra.chaos.alarm_check import (
+    AlarmFaultInjector,
+    AlarmVerdict,
+    count_notifications,
+    judge_alarms,
+    settle_alarms,
+    settle_seconds,
+    subscribe_queue_to_alarms,
+)
 from infra.chaos.baseline import SeedBaseline
 from infra.chaos.checker import (
     Verdict,
@@ -67,10 +76,13 @@ class ChaosResult:
     started_at: float
     duration_seconds: float
     result_events: dict[str, Any] | None = None
+    alarms: AlarmVerdict | None = None
 
     @property
     def passed(self) -> bool:
-        return self.verdict.passed and bool(self.result_events and self.result_events["passed"])
+        events_passed = bool(self.result_events and self.result_events["passed"])
+        alarms_passed = self.alarms is None or self.alarms.passed
+        return self.verdict.passed and events_passed and alarms_passed
 
 
 class ChaosRun:
@@ -170,6 +182,10 @@ class ChaosRun:
                 ),
             ),
         ]
+        alarm_inbox = subscribe_queue_to_alarms(info)
+        injector = self._alarm_injector(stack, simulator)
+        if injector is not None:
+            threads.append(threading.Thread(target=injector.run, args=(started, self._stop)))
         baseline_submits = SubmitLog()
         if baseline_parts:
             threads.append(
@@ -191,7 +207,46 @@ class ChaosRun:
         self._stop.set()
         for thread in threads:
             thread.join(timeout=60)
-        return self._conclude(simulator, stack, info, aws, submits, baseline_parts, started)
+        alarm_verdict = self._check_alarms(stack, info, injector, alarm_inbox, started)
+        result = self._conclude(simulator, stack, info, aws, submits, baseline_parts, started)
+        result.alarms = alarm_verdict
+        return result
+
+    def _alarm_injector(self, stack: LocalStack, simulator: Simulator) -> AlarmFaultInjector | None:
+        faults = self.scenario.alarm_faults
+        if faults is None:
+            return None
+        return AlarmFaultInjector(faults, stack, simulator, self.scenario.retention_seconds)
+
+    def _check_alarms(
+        self,
+        stack: LocalStack,
+        info: ReadyInfo,
+        injector: AlarmFaultInjector | None,
+        alarm_inbox: str | None,
+        started: float,
+    ) -> AlarmVerdict:
+        """Clean up what the injected faults left once their alarms fired, wait for every alarm
+        to clear, and judge the alarm history against the fault windows."""
+        self._progress("waiting for the alarms to clear")
+
+        def clean_up_once_reported(report: Any) -> bool:
+            fired = {c["logical_id"] for c in report["history"] if c["new_state"] == "ALARM"}
+            if injector is None:
+                return True
+            if {"ParkingQueueDepthAlarm", "TaskExpiredAlarm"} <= fired:
+                injector.clean_up(info)
+                return True
+            return False
+
+        timeout = settle_seconds(stack.alarms(), self.scenario.time_scale)
+        settle_alarms(stack, timeout, clean_up_once_reported)
+        if injector is not None:
+            injector.clean_up(info)
+            for at, what in injector.notes:
+                self.timeline.note(at, what)
+        notifications = count_notifications(info, alarm_inbox) if alarm_inbox else 0
+        return judge_alarms(self.scenario, stack.alarms(), started, notifications)
 
     def _apply_faults(
         self,

@@ -22,6 +22,20 @@ class Window:
 
 
 @dataclass(frozen=True)
+class AlarmFaults:
+    """Faults injected only so that their alarm must fire (infra.chaos.alarm_check)."""
+
+    parked_message_at: float
+    """A message replay can never apply goes to the dead-letter queue (parked later)."""
+    expired_task: Window
+    """A registered task whose res.php answers fail (5xx) past its retention."""
+    poller_stopped: Window
+    """The poller's schedule is disabled."""
+    account_error: Window
+    """The provider refuses the account (zero balance) for submits."""
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     tasks: int
@@ -42,6 +56,8 @@ class Scenario:
     backoff_max_seconds: float
     simulator: dict[str, Any]
     drain_grace_seconds: float
+    alarm_faults: AlarmFaults | None = None
+    """None: a clean run, in which no alarm may fire."""
 
     @property
     def faults_end(self) -> float:
@@ -141,6 +157,30 @@ DEMO = replace(
     simulator={**CI.simulator, "solve_time": {**CI.simulator["solve_time"], "median_seconds": 8}},
 )
 
+CI_ALARM_FAULTS = AlarmFaults(
+    parked_message_at=1,
+    expired_task=Window(2, 8),
+    poller_stopped=Window(15, 40),
+    account_error=Window(56, 3),
+)
+CI = replace(CI, alarm_faults=CI_ALARM_FAULTS)
+DEMO = replace(DEMO, alarm_faults=CI_ALARM_FAULTS)
+
 FULL = replace(CI, name="full", tasks=2000, submit_seconds=120)
 
-PROFILES = {scenario.name: scenario for scenario in (DEMO, CI, FULL)}
+_NO_OUTAGE = Window(0, 0)
+CLEAN = replace(
+    CI,
+    name="clean",
+    tasks=100,
+    gateway_down=_NO_OUTAGE,
+    table_down=_NO_OUTAGE,
+    dead_letter_down=_NO_OUTAGE,
+    crash_rate=0.0,
+    slow_store_rate=0.0,
+    late_pending_rate=0.0,
+    simulator={**CI.simulator, "unsolvable_rate": 0.0, "faults": {}},
+    alarm_faults=None,
+)
+
+PROFILES = {scenario.name: scenario for scenario in (DEMO, CI, FULL, CLEAN)}

@@ -9,6 +9,7 @@ GET    /_local/calls?since=N        AWS call accounting (counts, and the calls n
 DELETE /_local/calls                forgets the accounting so far
 GET    /_local/health               gateway state, per-function and per-poller statistics
 GET    /_local/info                 the ready line's document
+GET    /_local/alarms               alarm states and every state change (local CloudWatch)
 """
 
 import json
@@ -41,6 +42,8 @@ class ControlTarget(Protocol):
     def health(self) -> dict[str, Any]: ...
 
     def info(self) -> dict[str, Any]: ...
+
+    def alarms(self) -> dict[str, Any]: ...
 
 
 class BadRequest(ValueError):
@@ -85,6 +88,7 @@ class ControlApi:
             ("DELETE", "calls"): lambda _a, _q, _b: target.reset_calls(),
             ("GET", "health"): lambda _a, _q, _b: target.health(),
             ("GET", "info"): lambda _a, _q, _b: target.info(),
+            ("GET", "alarms"): lambda _a, _q, _b: target.alarms(),
         }
 
     def _switch_gateway(self, _argument: str, _query: dict[str, str], body: bytes) -> Any:

@@ -29,12 +29,21 @@ from infra.local.pool import Invocation, PoolClosed
 from infra.local.sigv4 import Denied, SignedRequest, verify
 
 Invoker = Callable[[str, Any], Invocation]
+ResponseObserver = Callable[[str | None, int], None]
+"""Told the route key (None: no route matched) and status of every answer (local metrics)."""
 
 
 class HttpGateway:
     def __init__(
-        self, routes: RouteTable, invoke: Invoker, api: ApiContext, port: int, access_log: IO[str]
+        self,
+        routes: RouteTable,
+        invoke: Invoker,
+        api: ApiContext,
+        port: int,
+        access_log: IO[str],
+        observe: ResponseObserver | None = None,
     ) -> None:
+        self._observe = observe
         self._routes = routes
         self._invoke = invoke
         self._api = api
@@ -64,6 +73,13 @@ class HttpGateway:
 
     def handle(self, request: HttpRequest) -> tuple[HttpResponse, str | None]:
         """The response, and the API Gateway request id when a route was matched."""
+        response, request_id = self._answer(request)
+        if self._observe is not None:
+            matched = self._routes.match(request.method, request.raw_path)
+            self._observe(matched.route.route_key if matched else None, response.status)
+        return response, request_id
+
+    def _answer(self, request: HttpRequest) -> tuple[HttpResponse, str | None]:
         matched = self._routes.match(request.method, request.raw_path)
         if matched is None:
             return NOT_FOUND, None

@@ -46,6 +46,7 @@ class ScheduleRunner:
         self._time_scale = time_scale
         self._region = region
         self._stopping = threading.Event()
+        self._paused: set[str] = set()
         self._threads: list[threading.Thread] = []
         self.fired: dict[str, int] = {schedule.logical_id: 0 for schedule in schedules}
 
@@ -61,10 +62,17 @@ class ScheduleRunner:
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
 
+    def set_enabled(self, enabled: bool) -> None:
+        """Disable (or enable again) every schedule, as `aws scheduler update-schedule` would."""
+        self._paused = set() if enabled else {schedule.logical_id for schedule in self._schedules}
+
     def _run(self, schedule: ScheduleSource) -> None:
         period = schedule.interval_seconds / self._time_scale
         next_fire = time.monotonic() + period
         while not self._stopping.wait(max(0.0, next_fire - time.monotonic())):
+            if schedule.logical_id in self._paused:
+                next_fire = max(next_fire + period, time.monotonic())
+                continue
             fired_at = time.time()
             try:
                 invocation = self._invoke(

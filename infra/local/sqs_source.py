@@ -11,9 +11,9 @@ import base64
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -92,6 +92,14 @@ def _reported_failures(result: Any, batch: set[str]) -> set[str] | None:
     return {str(identifier) for identifier in identifiers}
 
 
+class MessageObserver(Protocol):
+    """Told what the poller received and deleted (the local CloudWatch's message ages)."""
+
+    def received(self, queue_url: str, messages: Iterable[Mapping[str, Any]]) -> None: ...
+
+    def deleted(self, queue_url: str, message_ids: Iterable[str]) -> None: ...
+
+
 @dataclass
 class PollerStats:
     batches: int = 0
@@ -120,8 +128,10 @@ class QueuePoller:
         time_scale: float,
         region: str,
         pollers: int,
+        observer: MessageObserver | None = None,
     ) -> None:
         self.source = source
+        self._observer = observer
         self._new_sqs_client = new_sqs_client
         self._invoke = invoke
         self._time_scale = time_scale
@@ -173,6 +183,8 @@ class QueuePoller:
         ).get("Messages", [])
         if not messages:
             return
+        if self._observer is not None:
+            self._observer.received(self.source.queue_url, messages)
         invocation = self._invoke(
             self.source.function, sqs_event(messages, self.source.queue_arn, self._region)
         )
@@ -190,4 +202,6 @@ class QueuePoller:
         ]
         if entries:
             sqs.delete_message_batch(QueueUrl=self.source.queue_url, Entries=entries)
+            if self._observer is not None:
+                self._observer.deleted(self.source.queue_url, handled)
         self.stats.count(len(messages), len(entries))

@@ -16,6 +16,7 @@ from typing import IO, Any
 
 import requests
 
+from infra.local.alarm_runtime import LocalCloudWatch
 from infra.local.apigw import ApiContext, RouteTable
 from infra.local.aws import ACCOUNT_ID, WORKER, AwsEndpoint, LocalPrincipal
 from infra.local.calls import CallLog
@@ -141,6 +142,7 @@ class LocalStack:
         self._event_bus: LocalEventBus | None = None
         self._event_pipes: list[StreamPipe] = []
         self._control: LocalHttpServer | None = None
+        self._cloudwatch: LocalCloudWatch | None = None
         self._ready: ReadyInfo | None = None
 
     @property
@@ -173,6 +175,7 @@ class LocalStack:
         """Stop everything started so far, in reverse order; each step is bounded in time."""
         steps: list[tuple[str, Callable[[], None]]] = [
             ("control API", self._stop_control),
+            ("alarm evaluation", self._stop_cloudwatch),
             ("gateway", self._stop_gateway),
             ("schedules", self._stop_schedules),
             ("SQS pollers", self._stop_pollers),
@@ -191,11 +194,25 @@ class LocalStack:
         pool = self._pools.get(logical_id)
         if pool is None:
             raise UnknownFunction(logical_id)
-        return pool.invoke(event)
+        invocation = pool.invoke(event)
+        if self._cloudwatch is not None:
+            self._cloudwatch.record_invocation(logical_id, invocation)
+        return invocation
 
     def set_gateway(self, up: bool) -> None:
         assert self._gateway is not None
         self._gateway.set_up(up)
+
+    def set_schedules(self, enabled: bool) -> None:
+        """Disable every schedule (the poller is then never invoked) or enable them again."""
+        assert self._schedules is not None
+        self._schedules.set_enabled(enabled)
+
+    def alarms(self) -> dict[str, Any]:
+        """Alarm states, definitions (logical id, period) and every state change so far."""
+        if self._cloudwatch is None:
+            return {"states": {}, "history": [], "alarms": {}}
+        return self._cloudwatch.report()
 
     def faults(self) -> list[FaultRule]:
         with self._faults_lock:
@@ -263,11 +280,19 @@ class LocalStack:
         self._store_provider_api_key(endpoint, parameter_values)
         specs = function_specs(stack, code_dirs)
         functions = FunctionIndex(specs)
+        self._cloudwatch = LocalCloudWatch(
+            stack,
+            endpoint,
+            log_dir,
+            options.time_scale,
+            {logical_id: spec.function_name for logical_id, spec in specs.items()},
+        )
         self._start_gateway(stack, functions, log_dir)
         assert self._gateway is not None
         self._start_pools(specs, endpoint, log_dir)
         self._start_triggers(stack, functions, endpoint)
         self._start_result_events(stack, functions, endpoint)
+        self._cloudwatch.start()
         self._control = control_server(self, options.control_port)
         self._control.start()
         return self._ready_info(stack, endpoint, run_dir, log_dir, specs)
@@ -299,6 +324,7 @@ class LocalStack:
             ApiContext(ACCOUNT_ID, region=self.options.region),
             self.options.api_port,
             self._access_log,
+            observe=self._cloudwatch.record_request if self._cloudwatch else None,
         )
         self._gateway.set_up(True)
 
@@ -357,6 +383,7 @@ class LocalStack:
                 time_scale=options.time_scale,
                 region=endpoint.region,
                 pollers=pollers,
+                observer=self._cloudwatch.sqs_ages if self._cloudwatch else None,
             )
             poller.start()
             self._pollers.append(poller)
@@ -431,6 +458,10 @@ class LocalStack:
         if self._control is not None:
             self._control.stop()
             self._control = None
+
+    def _stop_cloudwatch(self) -> None:
+        if self._cloudwatch is not None:
+            self._cloudwatch.stop(_TRIGGER_STOP_SECONDS)
 
     def _stop_gateway(self) -> None:
         if self._gateway is not None:

@@ -116,6 +116,7 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
         "dynamodb:Query": {TABLE},
         "dynamodb:UpdateItem": {TABLE},
         "ssm:GetParameter": {"ProviderApiKeyParameterName"},
+        "sqs:SendMessage": {"PollerFailedEventsQueue"},
     },
 }
 LOG_ACTIONS = {"logs:CreateLogStream", "logs:PutLogEvents"}
@@ -133,7 +134,7 @@ CUSTOM_METRIC_ALARMS = {
     "TokenDeliveredUnusableAlarm": "TokenDeliveredUnusable",
 }
 QUEUE_ALARMS = {
-    "DeadLetterQueueDepthAlarm": ("DeadLetterQueue", "ApproximateNumberOfMessagesVisible"),
+    "PollerFailedEventsAlarm": ("PollerFailedEventsQueue", "ApproximateNumberOfMessagesVisible"),
     "DeadLetterQueueAgeAlarm": ("DeadLetterQueue", "ApproximateAgeOfOldestMessage"),
     "ParkingQueueDepthAlarm": ("ParkingQueue", "ApproximateNumberOfMessagesVisible"),
 }
@@ -605,7 +606,9 @@ def test_every_alarm_notifies_the_topic_both_ways(resources: dict[str, Any]) -> 
         properties = alarm["Properties"]
         assert properties["AlarmActions"] == [{"Ref": "AlarmTopic"}], name
         assert properties["OKActions"] == [{"Ref": "AlarmTopic"}], name
-        assert properties["TreatMissingData"] == "notBreaching", name
+        # Only a metric that goes silent when the failure happens treats missing as breaching.
+        expected = "breaching" if name == "PollerNotRunningAlarm" else "notBreaching"
+        assert properties["TreatMissingData"] == expected, name
         assert properties["AlarmName"]["Fn::Sub"].startswith("${AWS::StackName}-"), name
 
 
@@ -790,16 +793,16 @@ def test_required_parameters_and_defaults(template: dict[str, Any]) -> None:
         "RetentionSeconds": 600,
         "PollBackoffBaseSeconds": 5,
         "PollBackoffMaxSeconds": 60,
-        "PollerMaxRequestsPerSweep": 50,
+        "PollerMaxRequestsPerSweep": "50",
         "ProviderBaseUrl": "https://ocr.captchaai.com",
         "ProviderApiKeyParameterName": "/pingback-guard/provider-api-key",
         "ProviderBatchIds": "true",
         "PublicBaseUrl": "",
         "PingbackVerificationToken": "",
-        "MaxReceiveCount": 5,
+        "MaxReceiveCount": "5",
         "LogRetentionDays": 30,
-        "DueShards": 8,
-        "ResultTtlDays": 7,
+        "DueShards": "8",
+        "ResultTtlDays": "7",
         "AlarmEmail": "",
         "AwsEndpointUrl": "",
         "AdminPrincipalArn": "",
@@ -811,12 +814,7 @@ def test_required_parameters_and_defaults(template: dict[str, Any]) -> None:
     }
     for name, default in expected_defaults.items():
         assert parameters[name]["Default"] == default, name
-    for name in (
-        "ApiThrottlingRateLimit",
-        "ApiThrottlingBurstLimit",
-        "PollRecoveriesAlarmThreshold",
-    ):
-        assert parameters[name]["Type"] == "Number"
+    assert parameters["PollRecoveriesAlarmThreshold"]["Type"] == "Number"
 
 
 @pytest.mark.parametrize(
@@ -867,3 +865,199 @@ def test_read_through_respects_the_providers_rate_rule(template: dict[str, Any])
     assert interval["MinValue"] >= 5  # 2captcha: no more often than every 5 s per task
     own = template["Resources"]["GetTaskFunction"]["Properties"]["Environment"]["Variables"]
     assert own["READ_THROUGH_INTERVAL_SECONDS"] == {"Ref": "ReadThroughIntervalSeconds"}
+
+
+# ------------------------------------------------------------------ issue 13: alarms and parameters
+
+
+def test_dead_letter_depth_alarm_counts_messages_in_flight(resources: dict[str, Any]) -> None:
+    properties = alarms(resources)["DeadLetterQueueDepthAlarm"]["Properties"]
+    names = alarm_metric_names(alarms(resources)["DeadLetterQueueDepthAlarm"])
+    assert names == {"ApproximateNumberOfMessagesVisible", "ApproximateNumberOfMessagesNotVisible"}
+    (returned,) = [query for query in properties["Metrics"] if query["ReturnData"]]
+    assert returned["Expression"] == "FILL(visible, 0) + FILL(inflight, 0)"
+    assert (properties["EvaluationPeriods"], properties["DatapointsToAlarm"]) == (3, 3)
+
+
+def test_poller_not_running_alarm_breaches_on_silence_over_two_sweeps(
+    template: dict[str, Any], resources: dict[str, Any]
+) -> None:
+    properties = alarms(resources)["PollerNotRunningAlarm"]["Properties"]
+    assert properties["Namespace"] == "AWS/Lambda"
+    assert properties["MetricName"] == "Invocations"
+    assert properties["Dimensions"] == [
+        {"Name": "FunctionName", "Value": {"Ref": "PollerFunction"}}
+    ]
+    assert properties["ComparisonOperator"] == "LessThanThreshold"
+    assert properties["Threshold"] == 1
+    assert (properties["EvaluationPeriods"], properties["DatapointsToAlarm"]) == (2, 2)
+    assert properties["Period"] == {
+        "Fn::FindInMap": ["PollRate", {"Ref": "PollRateMinutes"}, "TwoSweepsSeconds"]
+    }
+    rates = template["Parameters"]["PollRateMinutes"]["AllowedValues"]
+    table = template["Mappings"]["PollRate"]
+    assert sorted(int(rate) for rate in table) == sorted(rates)
+    for rate in rates:
+        assert table[str(rate)]["TwoSweepsSeconds"] == 2 * 60 * rate
+
+
+def test_poller_schedule_and_invocations_keep_what_they_cannot_run(
+    resources: dict[str, Any],
+) -> None:
+    properties = functions(resources)["PollerFunction"]["Properties"]
+    failed_queue = {"Fn::GetAtt": ["PollerFailedEventsQueue", "Arn"]}
+    on_failure = properties["EventInvokeConfig"]["DestinationConfig"]["OnFailure"]
+    assert on_failure == {"Type": "SQS", "Destination": failed_queue}
+    (event,) = properties["Events"].values()
+    assert event["Properties"]["DeadLetterConfig"] == {"Arn": failed_queue}
+    assert event["Properties"]["RetryPolicy"]["MaximumRetryAttempts"] >= 1
+
+
+def test_replay_failures_alarm_at_the_first_one(resources: dict[str, Any]) -> None:
+    properties = alarms(resources)["ReplayFailedAlarm"]["Properties"]
+    assert (properties["Namespace"], properties["MetricName"]) == ("PingbackGuard", "ReplayFailed")
+    assert properties["Threshold"] == 1
+    assert properties["Period"] == 60
+
+
+ACCESS_LOG_METRICS = {
+    "ApiCallbackThrottledFilter": ("ApiCallbackThrottled", '"* /callback/*"', '"429"'),
+    "ApiCallback5xxFilter": ("ApiCallback5xx", '"* /callback/*"', '"5*"'),
+    "ApiTasksThrottledFilter": ("ApiTasksThrottled", '"* /tasks*"', '"429"'),
+    "ApiTasks4xxFilter": ("ApiTasks4xx", '"* /tasks*"', '"4*"'),
+    "ApiTasks5xxFilter": ("ApiTasks5xx", '"* /tasks*"', '"5*"'),
+}
+
+
+@pytest.mark.parametrize(("name", "expected"), sorted(ACCESS_LOG_METRICS.items()))
+def test_api_answers_are_counted_by_route_from_the_access_log(
+    resources: dict[str, Any], name: str, expected: tuple[str, str, str]
+) -> None:
+    metric, route, status = expected
+    properties = resources[name]["Properties"]
+    assert properties["LogGroupName"] == {"Ref": "HttpApiAccessLogGroup"}
+    assert f"$.routeKey = {route}" in properties["FilterPattern"]
+    assert f"$.status = {status}" in properties["FilterPattern"]
+    (transformation,) = properties["MetricTransformations"]
+    assert transformation["MetricName"] == metric
+    assert any(
+        metric in alarm_metric_names(alarm) or alarm["Properties"].get("MetricName") == metric
+        for alarm in alarms(resources).values()
+    ), f"no alarm on {metric}"
+
+
+def test_callback_routes_are_throttled_apart_from_the_task_routes(
+    resources: dict[str, Any],
+) -> None:
+    settings = resources["HttpApi"]["Properties"]["RouteSettings"]
+    for route in ("GET /callback/{secret}", "POST /callback/{secret}"):
+        assert settings[route] == {
+            "ThrottlingRateLimit": {"Ref": "CallbackThrottlingRateLimit"},
+            "ThrottlingBurstLimit": {"Ref": "CallbackThrottlingBurstLimit"},
+        }
+    assert "FailOnWarnings" not in resources["HttpApi"]["Properties"]
+
+
+@pytest.mark.parametrize("function", sorted(FUNCTIONS))
+def test_every_function_has_parameterised_reserved_concurrency(
+    template: dict[str, Any], function: str
+) -> None:
+    value = functions(template["Resources"])[function]["Properties"]["ReservedConcurrentExecutions"]
+    condition, reserved, unreserved = value["Fn::If"]
+    parameter = reserved["Ref"]
+    assert unreserved == {"Ref": "AWS::NoValue"}
+    assert template["Conditions"][condition] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": parameter}, ""]}]
+    }
+    assert re.fullmatch(template["Parameters"][parameter]["AllowedPattern"], "")
+    assert not re.fullmatch(template["Parameters"][parameter]["AllowedPattern"], "0")
+    assert template["Parameters"]["CallbackReservedConcurrency"]["Default"] != ""
+
+
+INTEGER_PARAMETERS = {
+    "PollerMaxRequestsPerSweep": (1, 1000),
+    "MaxReceiveCount": (1, 1000),
+    "DueShards": (1, 64),
+    "ResultTtlDays": (1, 365),
+    "ApiThrottlingRateLimit": (1, 10000),
+    "ApiThrottlingBurstLimit": (1, 5000),
+    "CallbackThrottlingRateLimit": (1, 10000),
+    "CallbackThrottlingBurstLimit": (1, 5000),
+}
+
+
+@pytest.mark.parametrize(("name", "bounds"), sorted(INTEGER_PARAMETERS.items()))
+def test_integer_parameters_refuse_fractions_and_out_of_range_values(
+    template: dict[str, Any], name: str, bounds: tuple[int, int]
+) -> None:
+    pattern = template["Parameters"][name]["AllowedPattern"]
+    low, high = bounds
+    for accepted in range(low, high + 1):
+        assert re.fullmatch(pattern, str(accepted)), (name, accepted)
+    for refused in ("0", str(high + 1), "2.5", "1e3", "-1", "", "01"):
+        assert not re.fullmatch(pattern, refused), (name, refused)
+
+
+def test_poll_rate_is_a_whole_number_of_minutes(template: dict[str, Any]) -> None:
+    rates = template["Parameters"]["PollRateMinutes"]["AllowedValues"]
+    assert all(isinstance(rate, int) and 1 <= rate <= 60 for rate in rates)
+
+
+def test_queues_refuse_plain_http_and_unknown_senders(resources: dict[str, Any]) -> None:
+    policies = of_type(resources, "AWS::SQS::QueuePolicy")
+    covered = {policy["Properties"]["Queues"][0]["Ref"] for policy in policies.values()}
+    assert covered == set(of_type(resources, "AWS::SQS::Queue"))
+    for policy in policies.values():
+        statements = policy["Properties"]["PolicyDocument"]["Statement"]
+        assert {
+            "Effect": "Deny",
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+        }.items() <= statements[0].items()
+    (senders,) = [
+        statement
+        for statement in resources["DeadLetterQueuePolicy"]["Properties"]["PolicyDocument"][
+            "Statement"
+        ]
+        if statement["Sid"] == "OnlyProducersSend"
+    ]
+    assert senders["Condition"]["ArnNotEquals"]["aws:PrincipalArn"] == [
+        {"Fn::GetAtt": ["SubmitFunctionRole", "Arn"]},
+        {"Fn::GetAtt": ["CallbackFunctionRole", "Arn"]},
+    ]
+
+
+def test_only_cloudwatch_of_this_account_publishes_to_the_alarm_topic(
+    resources: dict[str, Any],
+) -> None:
+    statements = resources["AlarmTopicPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    publishers = [
+        statement
+        for statement in statements
+        if statement["Effect"] == "Allow" and "sns:Publish" in as_list(statement["Action"])
+    ]
+    assert [statement["Principal"] for statement in publishers] == [
+        {"Service": "cloudwatch.amazonaws.com"}
+    ]
+    assert publishers[0]["Condition"]["StringEquals"] == {
+        "aws:SourceAccount": {"Ref": "AWS::AccountId"}
+    }
+    denies = [statement for statement in statements if statement["Effect"] == "Deny"]
+    assert denies[0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_kms_grant_to_cloudwatch_is_scoped_to_this_stacks_alarms(
+    resources: dict[str, Any],
+) -> None:
+    statements = resources["AlarmTopicKey"]["Properties"]["KeyPolicy"]["Statement"]
+    (grant,) = [
+        s for s in statements if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}
+    ]
+    assert grant["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    assert grant["Condition"]["ArnLike"]["aws:SourceArn"]["Fn::Sub"].endswith(
+        ":alarm:${AWS::StackName}-*"
+    )
+
+
+def test_powertools_layer_is_pinned(template: dict[str, Any]) -> None:
+    default = template["Parameters"]["PowertoolsLayerArn"]["Default"]
+    assert re.fullmatch(r"/aws/service/powertools/python/arm64/python3\.12/3\.\d+\.\d+", default)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,12 @@ def test_samconfig_stacks_differ() -> None:
     prod = overrides(config["prod"]["deploy"]["parameters"]["parameter_overrides"])
     dev = overrides(config["default"]["deploy"]["parameters"]["parameter_overrides"])
     assert prod["ProviderApiKeyParameterName"] != dev["ProviderApiKeyParameterName"]
+
+
+def test_prod_subscribes_someone_to_the_alarm_topic(template: dict[str, Any]) -> None:
+    prod = overrides(samconfig()["prod"]["deploy"]["parameters"]["parameter_overrides"])
+    assert re.fullmatch(template["Parameters"]["AlarmEmail"]["AllowedPattern"], prod["AlarmEmail"])
+    assert prod["AlarmEmail"]
 
 
 def test_samconfig_local_invoke_points_at_moto() -> None:

@@ -9,6 +9,7 @@ from pingback_guard.settings import (
     PollerSettings,
     RegisterSettings,
     SubmitSettings,
+    clamped_poller_settings,
 )
 
 BASE = {
@@ -37,10 +38,6 @@ def test_defaults_follow_the_seed() -> None:
         ({"RETENTION_SECONDS": "soon"}, "RETENTION_SECONDS"),
         ({"PROVIDER_BATCH_IDS": "maybe"}, "PROVIDER_BATCH_IDS"),
         ({"PROVIDER_BASE_URL": "ftp://x"}, "PROVIDER_BASE_URL"),
-        (
-            {"POLL_BACKOFF_BASE_SECONDS": "100", "POLL_BACKOFF_MAX_SECONDS": "10"},
-            "POLL_BACKOFF_MAX",
-        ),
     ],
 )
 def test_invalid_settings_fail_at_cold_start_naming_the_variable(
@@ -94,7 +91,7 @@ def test_the_pollers_defaults_are_the_templates_defaults() -> None:
         settings.max_requests_per_sweep,
         settings.retention_seconds,
     ) == tuple(
-        parameters[name]["Default"]
+        float(parameters[name]["Default"])
         for name in (
             "PollBackoffBaseSeconds",
             "PollBackoffMaxSeconds",
@@ -104,3 +101,19 @@ def test_the_pollers_defaults_are_the_templates_defaults() -> None:
             "RetentionSeconds",
         )
     )
+
+
+def test_backoff_base_above_its_maximum_is_clamped_with_a_warning_not_a_failed_cold_start() -> None:
+    settings = PollerSettings.from_env(
+        {**BASE, "POLL_BACKOFF_BASE_SECONDS": "100", "POLL_BACKOFF_MAX_SECONDS": "10"}
+    )
+    clamped, warnings = clamped_poller_settings(settings)
+    assert (clamped.backoff_base_seconds, clamped.backoff_max_seconds) == (10, 10)
+    assert len(warnings) == 1
+    assert "POLL_BACKOFF_BASE_SECONDS" in warnings[0]
+    assert "POLL_BACKOFF_MAX_SECONDS" in warnings[0]
+
+
+def test_consistent_poller_settings_are_kept_as_they_are() -> None:
+    settings = PollerSettings.from_env(BASE)
+    assert clamped_poller_settings(settings) == (settings, [])

@@ -17,10 +17,12 @@ from pingback_guard.logic.results import unread_delivery
 from pingback_guard.observability import emit_delivery, logger, metrics, tracer
 from pingback_guard.provider.traced import TracedProvider
 from pingback_guard.provider.wiring import captchaai_client
-from pingback_guard.settings import PollerSettings
+from pingback_guard.settings import PollerSettings, clamped_poller_settings
 from pingback_guard.wiring import dynamodb_client
 
-settings = PollerSettings.from_env(os.environ)
+settings, setting_warnings = clamped_poller_settings(PollerSettings.from_env(os.environ))
+for setting_warning in setting_warnings:
+    logger.warning("poller setting clamped", extra={"reason": setting_warning})
 provider = settings.provider
 
 

@@ -1,0 +1,344 @@
+"""The local alarm evaluator against the CloudWatch semantics it claims: statistics, M out of N,
+TreatMissingData (AWS's documented table), metric math, the time scale, and its metric sources."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.local.alarm_runtime import (
+    EmfTail,
+    SqsAges,
+    emf_datapoints,
+    filter_matches,
+    parse_json_filter,
+)
+from infra.local.alarms import (
+    ALARM,
+    INSUFFICIENT_DATA,
+    OK,
+    AlarmBoard,
+    MetricKey,
+    MetricStore,
+    UnsupportedAlarm,
+    Window,
+    alarm_definition,
+    datapoints,
+    decide,
+    evaluation_window,
+    statistic,
+)
+
+ERRORS = MetricKey.of("AWS/Lambda", "Errors", FunctionName="f")
+
+
+def _alarm(**overrides: Any) -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        "Namespace": "AWS/Lambda",
+        "MetricName": "Errors",
+        "Dimensions": [{"Name": "FunctionName", "Value": "f"}],
+        "Statistic": "Sum",
+        "Period": 60,
+        "EvaluationPeriods": 5,
+        "DatapointsToAlarm": 3,
+        "Threshold": 1,
+        "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+        "AlarmActions": ["arn:topic"],
+        "OKActions": ["arn:topic"],
+    }
+    properties.update(overrides)
+    return properties
+
+
+def _row(pattern: str) -> tuple[dict[int, float], Window]:
+    """AWS's notation: 0 = not breaching, X = breaching, - = missing."""
+    values = {index: {"0": 0.0, "X": 5.0}[c] for index, c in enumerate(pattern) if c != "-"}
+    return values, Window(0.0, 60.0, 0, len(pattern))
+
+
+# "Configuring how CloudWatch alarms treat missing data": 3 datapoints to alarm out of 5.
+AWS_TABLE = [
+    ("0-X-X", {"missing": OK, "ignore": OK, "breaching": ALARM, "notBreaching": OK}),
+    ("-----", {"missing": INSUFFICIENT_DATA, "ignore": "keep", "breaching": ALARM,
+               "notBreaching": OK}),
+    ("0XX-X", {"missing": ALARM, "ignore": ALARM, "breaching": ALARM, "notBreaching": ALARM}),
+    ("0XX--", {"missing": OK, "ignore": OK, "breaching": ALARM, "notBreaching": OK}),
+    ("--X--", {"missing": ALARM, "ignore": ALARM, "breaching": ALARM, "notBreaching": OK}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("pattern", "expected"), AWS_TABLE)
+@pytest.mark.parametrize("treat", ["missing", "ignore", "breaching", "notBreaching"])
+def test_treat_missing_data_follows_the_documented_table(
+    pattern: str, expected: dict[str, str], treat: str
+) -> None:
+    definition = alarm_definition("a", "A", _alarm(TreatMissingData=treat))
+    values, window = _row(pattern)
+    for current in (OK, ALARM):
+        want = current if expected[treat] == "keep" else expected[treat]
+        assert decide(definition, values, window, current).state == want
+
+
+@pytest.mark.parametrize(
+    ("pattern", "state"), [("XX0", ALARM), ("X0X", ALARM), ("X00", OK), ("0X0", OK)]
+)
+def test_two_datapoints_out_of_three(pattern: str, state: str) -> None:
+    definition = alarm_definition(
+        "a", "A", _alarm(EvaluationPeriods=3, DatapointsToAlarm=2, TreatMissingData="notBreaching")
+    )
+    values, window = _row(pattern)
+    assert decide(definition, values, window, OK).state == state
+
+
+def test_datapoints_to_alarm_defaults_to_evaluation_periods() -> None:
+    properties = _alarm(EvaluationPeriods=3)
+    del properties["DatapointsToAlarm"]
+    definition = alarm_definition("a", "A", properties)
+    assert definition.datapoints_to_alarm == 3
+    assert decide(definition, *_row("XX0"), OK).state == OK
+
+
+@pytest.mark.parametrize(
+    ("comparison", "value", "breaches"),
+    [
+        ("GreaterThanOrEqualToThreshold", 1, True),
+        ("GreaterThanThreshold", 1, False),
+        ("LessThanThreshold", 0, True),
+        ("LessThanOrEqualToThreshold", 2, False),
+    ],
+)
+def test_comparison_operators(comparison: str, value: float, breaches: bool) -> None:
+    assert alarm_definition("a", "A", _alarm(ComparisonOperator=comparison)).breaches(value) is (
+        breaches
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("Sum", 10.0),
+        ("Average", 2.5),
+        ("Minimum", 1.0),
+        ("Maximum", 4.0),
+        ("SampleCount", 4.0),
+        ("p50", 2.0),
+        ("p99", 4.0),
+    ],
+)
+def test_statistics(name: str, value: float) -> None:
+    assert statistic([3.0, 1.0, 4.0, 2.0], name) == value
+
+
+def test_extended_statistic_alarm_uses_the_percentile() -> None:
+    properties = _alarm(ExtendedStatistic="p90", EvaluationPeriods=1, DatapointsToAlarm=1)
+    del properties["Statistic"]
+    definition = alarm_definition("a", "A", properties)
+    store = MetricStore()
+    for value in range(1, 11):
+        store.put(ERRORS, 1.0, float(value))
+    window = Window(0.0, 60.0, 0, 1)
+    assert datapoints(definition, store, window) == {0: 9.0}
+
+
+def test_no_window_until_every_bucket_lies_after_the_start() -> None:
+    definition = alarm_definition("a", "A", _alarm(EvaluationPeriods=3))
+    # Period 60 at time scale 12: buckets of 5 s from the origin 100.
+    assert evaluation_window(definition, 100.0, 114.9, 12) is None
+    window = evaluation_window(definition, 100.0, 116.0, 12)
+    assert window == Window(100.0, 5.0, 0, 3)
+    assert window.bounds(2) == (110.0, 115.0)
+
+
+def test_board_fires_and_clears_on_the_local_time_scale_with_one_history_entry_each() -> None:
+    store = MetricStore()
+    definition = alarm_definition(
+        "errors",
+        "ErrorsAlarm",
+        _alarm(EvaluationPeriods=1, DatapointsToAlarm=1, TreatMissingData="notBreaching"),
+    )
+    board = AlarmBoard([definition], store, time_scale=60, origin=0.0)
+    store.put(ERRORS, 0.5, 1.0)  # bucket 0 is [0, 1) at time scale 60
+    assert board.states["errors"] == INSUFFICIENT_DATA
+    assert [change.new_state for change in board.evaluate(1.2)] == [ALARM]
+    assert board.evaluate(1.5) == []
+    assert [change.new_state for change in board.evaluate(2.1)] == [OK]
+    assert [(c.old_state, c.new_state) for c in board.history] == [
+        (INSUFFICIENT_DATA, ALARM),
+        (ALARM, OK),
+    ]
+
+
+def test_a_late_evaluation_still_sees_every_period_in_order() -> None:
+    store = MetricStore()
+    definition = alarm_definition(
+        "errors",
+        "ErrorsAlarm",
+        _alarm(EvaluationPeriods=1, DatapointsToAlarm=1, TreatMissingData="notBreaching"),
+    )
+    board = AlarmBoard([definition], store, time_scale=60, origin=0.0, lag_seconds=0.5)
+    store.put(ERRORS, 1.5, 1.0)  # only bucket [1, 2) breaches
+    # Given nothing evaluated for 4 periods, when evaluation runs at last,
+    changes = board.evaluate(4.6)
+    # then the breaching period fired and the next one cleared, stamped when they ended.
+    assert [(c.new_state, c.at) for c in changes] == [(OK, 1.0), (ALARM, 2.0), (OK, 3.0)]
+    # And the period that ended less than lag_seconds ago waits for its late datapoints.
+    store.put(ERRORS, 4.2, 1.0)
+    assert [(c.new_state, c.at) for c in board.evaluate(5.6)] == [(ALARM, 5.0)]
+
+
+def test_missing_data_breaching_fires_when_a_scheduled_function_stops() -> None:
+    invocations = MetricKey.of("AWS/Lambda", "Invocations", FunctionName="poller")
+    definition = alarm_definition(
+        "poller-not-running",
+        "PollerNotRunningAlarm",
+        _alarm(
+            MetricName="Invocations",
+            Dimensions=[{"Name": "FunctionName", "Value": "poller"}],
+            Period=120,
+            EvaluationPeriods=1,
+            DatapointsToAlarm=1,
+            Threshold=1,
+            ComparisonOperator="LessThanThreshold",
+            TreatMissingData="breaching",
+        ),
+    )
+    store = MetricStore()
+    board = AlarmBoard([definition], store, time_scale=60, origin=0.0)
+    store.put(invocations, 1.0, 1.0)
+    board.evaluate(2.0)
+    assert board.states["poller-not-running"] == OK
+    board.evaluate(4.0)  # no invocation in [2, 4)
+    assert board.states["poller-not-running"] == ALARM
+
+
+def test_metric_math_fills_missing_series_and_adds_them() -> None:
+    properties = {
+        "Metrics": [
+            {"Id": "total", "Expression": "FILL(a, 0) + FILL(b, 0)", "ReturnData": True},
+            *[
+                {
+                    "Id": name,
+                    "ReturnData": False,
+                    "MetricStat": {
+                        "Metric": {"Namespace": "N", "MetricName": name.upper()},
+                        "Period": 60,
+                        "Stat": "Sum",
+                    },
+                }
+                for name in ("a", "b")
+            ],
+        ],
+        "EvaluationPeriods": 2,
+        "DatapointsToAlarm": 1,
+        "Threshold": 3,
+        "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+        "TreatMissingData": "notBreaching",
+    }
+    definition = alarm_definition("m", "M", properties)
+    store = MetricStore()
+    store.put(MetricKey.of("N", "A"), 10.0, 1.0)
+    store.put(MetricKey.of("N", "B"), 20.0, 2.0)
+    store.put(MetricKey.of("N", "B"), 70.0, 1.0)
+    window = Window(0.0, 60.0, 0, 2)
+    values = datapoints(definition, store, window)
+    assert values == {0: 3.0, 1: 1.0}
+    assert decide(definition, values, window, OK).state == ALARM
+
+
+def test_metric_math_without_fill_is_missing_where_an_operand_is() -> None:
+    properties = {
+        "Metrics": [
+            {"Id": "rate", "Expression": "rejected / total * 100"},
+            *[
+                {
+                    "Id": name,
+                    "ReturnData": False,
+                    "MetricStat": {
+                        "Metric": {"Namespace": "N", "MetricName": name},
+                        "Period": 60,
+                        "Stat": "Sum",
+                    },
+                }
+                for name in ("rejected", "total")
+            ],
+        ],
+        "EvaluationPeriods": 2,
+        "Threshold": 50,
+        "ComparisonOperator": "GreaterThanThreshold",
+    }
+    definition = alarm_definition("r", "R", properties)
+    store = MetricStore()
+    store.put(MetricKey.of("N", "total"), 10.0, 4.0)
+    store.put(MetricKey.of("N", "rejected"), 10.0, 3.0)
+    store.put(MetricKey.of("N", "total"), 70.0, 4.0)
+    assert datapoints(definition, store, Window(0.0, 60.0, 0, 2)) == {0: 75.0}
+
+
+def test_unsupported_alarms_are_refused_not_guessed() -> None:
+    with pytest.raises(UnsupportedAlarm):
+        alarm_definition("a", "A", _alarm(ComparisonOperator="LessThanLowerThreshold"))
+    with pytest.raises(UnsupportedAlarm):
+        statistic([1.0], "TM(10%:90%)")
+
+
+def test_emf_lines_become_datapoints_with_their_timestamp_and_dimensions(tmp_path: Path) -> None:
+    document = {
+        "_aws": {
+            "Timestamp": 1_700_000_000_500,
+            "CloudWatchMetrics": [
+                {
+                    "Namespace": "PingbackGuard",
+                    "Dimensions": [["service"]],
+                    "Metrics": [{"Name": "TaskExpired", "Unit": "Count"}],
+                }
+            ],
+        },
+        "service": "pingback-guard",
+        "TaskExpired": [1.0, 1.0],
+    }
+    line = json.dumps(document)
+    key = MetricKey.of("PingbackGuard", "TaskExpired", service="pingback-guard")
+    assert emf_datapoints(line) == [(key, 1_700_000_000.5, 1.0)] * 2
+    assert emf_datapoints("START RequestId: x") == []
+    log = tmp_path / "PollerFunction.log"
+    log.write_text("START\n" + line[:20])
+    store = MetricStore()
+    tail = EmfTail(tmp_path)
+    tail.collect(store)
+    assert store.keys() == []
+    with log.open("a") as more:
+        more.write(line[20:] + "\n")
+    tail.collect(store)
+    tail.collect(store)
+    assert store.values(key, 0, 2e9) == [1.0, 1.0]
+
+
+def test_access_log_filter_pattern_matches_route_and_status() -> None:
+    terms = parse_json_filter('{ ($.routeKey = "POST /callback/{secret}") && ($.status = 429) }')
+    assert filter_matches(terms, {"routeKey": "POST /callback/{secret}", "status": "429"})
+    assert not filter_matches(terms, {"routeKey": "POST /tasks", "status": "429"})
+    assert not filter_matches(terms, {"routeKey": "POST /callback/{secret}", "status": "200"})
+    wildcard = parse_json_filter('{ ($.routeKey = "* /tasks*") && ($.status = "4*") }')
+    assert filter_matches(wildcard, {"routeKey": "GET /tasks/{task_id}", "status": "404"})
+    assert not filter_matches(wildcard, {"routeKey": "GET /tasks/{task_id}", "status": "200"})
+    with pytest.raises(UnsupportedAlarm):
+        parse_json_filter("[ip, user, status=429]")
+
+
+def test_age_of_oldest_message_leaves_out_deleted_and_thrice_received_messages() -> None:
+    ages = SqsAges()
+
+    def message(message_id: str, sent: float, receives: int) -> dict[str, Any]:
+        attributes = {"SentTimestamp": str(int(sent * 1000)), "ApproximateReceiveCount": receives}
+        return {"MessageId": message_id, "Attributes": attributes}
+
+    ages.received("q", [message("old", 100.0, 1), message("new", 150.0, 1)])
+    assert ages.oldest_age("q", 200.0, queue_empty=False) == 100.0
+    ages.received("q", [message("old", 100.0, 3)])
+    assert ages.oldest_age("q", 200.0, queue_empty=False) == 50.0
+    ages.deleted("q", ["new"])
+    assert ages.oldest_age("q", 200.0, queue_empty=False) is None
+    assert ages.oldest_age("q", 200.0, queue_empty=True) == 0.0
