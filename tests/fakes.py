@@ -31,6 +31,7 @@ from pingback_guard.domain.task import (
     TaskStatus,
     TokenLifetimes,
 )
+from pingback_guard.logic.access import may_access
 from pingback_guard.provider.answers import ProviderAnswer, classify
 from pingback_guard.queue.dead_letter import DeadLetter
 
@@ -216,11 +217,12 @@ class InMemoryTaskStore:
         now: float,
         window_start: float,
         lease_seconds: float,
+        owner: str | None = None,
     ) -> ReportClaim:
         with self._lock:
             self._maybe_fail()
             task = self.tasks.get(task_id)
-            if task is None:
+            if task is None or (owner is not None and not may_access(task, owner)):
                 return ReportClaim.UNKNOWN_TASK
             if task.solution is None:
                 return ReportClaim.NOT_SOLVED

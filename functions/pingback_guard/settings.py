@@ -218,6 +218,7 @@ class ReportSettings:
     table: TableSettings
     provider: ProviderSettings
     report_window_seconds: float
+    admin_principal_arn: str = ""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ReportSettings:
@@ -226,6 +227,7 @@ class ReportSettings:
             table=TableSettings.from_env(env),
             provider=ProviderSettings.from_env(env),
             report_window_seconds=env.number("REPORT_WINDOW_SECONDS", 900, 1, 86400),
+            admin_principal_arn=env.optional_text("ADMIN_PRINCIPAL_ARN"),
         )
 
 

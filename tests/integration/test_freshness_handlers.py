@@ -11,7 +11,15 @@ from typing import Any
 import pytest
 
 from tests.fakes import FakeProvider
-from tests.integration.handler_support import TOKEN, callback_get, emitted_metrics, event, item
+from tests.integration.handler_support import (
+    TOKEN,
+    callback_get,
+    emitted_metrics,
+    event,
+    item,
+    register,
+    with_principal,
+)
 from tests.lambda_context import FakeLambdaContext
 
 TASK = "70000000001"
@@ -113,6 +121,7 @@ class TestReadThrough:
         stack: dict[str, Any],
         capsys: pytest.CaptureFixture[str],
     ) -> None:
+        register(stack, "901")
         load("callback").handler(callback_get("901", TOKEN), FakeLambdaContext())
         documents = [
             json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line
@@ -126,7 +135,8 @@ class TestReadThrough:
 
 
 class TestReport:
-    def solved(self, load: Callable[[str], ModuleType]) -> None:
+    def solved(self, load: Callable[[str], ModuleType], stack: dict[str, Any]) -> None:
+        register(stack, TASK)
         load("callback").handler(callback_get(TASK, TOKEN), FakeLambdaContext())
 
     def test_a_bad_token_is_reported_once(
@@ -135,7 +145,7 @@ class TestReport:
         stack: dict[str, Any],
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
-        self.solved(load)
+        self.solved(load, stack)
         report = load("report")
         provider = FakeProvider()
         monkeypatch.setattr(report.service, "_provider", provider)
@@ -155,6 +165,30 @@ class TestReport:
         assert "report_lease_until" not in stored
         view = json.loads(load("get_task").handler(get_event(TASK), FakeLambdaContext())["body"])
         assert view["reported"] == "bad"
+
+    def test_another_principals_task_is_unknown_and_nothing_is_sent(
+        self,
+        load: Callable[[str], ModuleType],
+        stack: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        self.solved(load, stack)
+        report = load("report")
+        provider = FakeProvider()
+        monkeypatch.setattr(report.service, "_provider", provider)
+        foreign = with_principal(
+            report_event(TASK, '{"correct": false}'), "arn:aws:iam::123456789012:user/other"
+        )
+        answer = report.handler(foreign, FakeLambdaContext())
+        assert (answer["statusCode"], json.loads(answer["body"])) == (
+            404,
+            {"error": "unknown_task"},
+        )
+        assert provider.reports == []
+        stored = item(stack, TASK)
+        assert stored is not None and "reported" not in stored
+        unsigned = with_principal(report_event(TASK, '{"correct": false}'), None)
+        assert report.handler(unsigned, FakeLambdaContext())["statusCode"] == 403
 
     @pytest.mark.parametrize(
         ("task_id", "status", "error"),
@@ -200,7 +234,7 @@ class TestReport:
         task_id: str,
         body: str,
     ) -> None:
-        self.solved(load)
+        self.solved(load, stack)
         before = item(stack, TASK)
         report = load("report")
         provider = FakeProvider()
@@ -219,7 +253,7 @@ class TestReport:
         monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str],
     ) -> None:
-        self.solved(load)
+        self.solved(load, stack)
         report = load("report")
         monkeypatch.setattr(report.service._provider, "_base_url", "http://127.0.0.1:9")
         monkeypatch.setattr(report.service._provider, "_sleep", lambda _: None)

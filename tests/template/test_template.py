@@ -58,6 +58,7 @@ FUNCTION_ENV = {
         "PROVIDER_BASE_URL",
         "PROVIDER_API_KEY_PARAMETER",
         "REPORT_WINDOW_SECONDS",
+        "ADMIN_PRINCIPAL_ARN",
     },
     "CallbackFunction": {
         "DEAD_LETTER_QUEUE_URL",

@@ -31,6 +31,9 @@ TOKEN = "03AFcWeA5" + "q" * 700
 TASK = "72000000001"
 FINISHED = 1030.0
 WINDOW = 900.0
+WORKER = "arn:aws:iam::123456789012:user/worker"
+OTHER = "arn:aws:iam::123456789012:user/someone-else"
+ADMIN = "arn:aws:iam::123456789012:role/ops"
 
 
 class Clock:
@@ -85,8 +88,8 @@ def test_parse_refuses_anything_else(document: Any) -> None:
 def test_a_bad_token_is_reported_once() -> None:
     store, provider = solved_store(), FakeProvider()
     reports, _ = service(store, provider)
-    assert reports.report(TASK, ReportVerdict.BAD) is ReportClaim.CLAIMED
-    assert reports.report(TASK, ReportVerdict.GOOD) is ReportClaim.ALREADY_REPORTED
+    assert reports.report(TASK, ReportVerdict.BAD, WORKER) is ReportClaim.CLAIMED
+    assert reports.report(TASK, ReportVerdict.GOOD, WORKER) is ReportClaim.ALREADY_REPORTED
     assert provider.reports == [(TASK, False)]
     task = store.get(TASK)
     assert task is not None and task.reported is ReportVerdict.BAD
@@ -113,16 +116,18 @@ def test_refusals_send_nothing(setup: str, expected: ReportClaim) -> None:
         store.record_submission(NewTask(task_id, request, 1000.0, 1020.0))
     else:
         clock.now = FINISHED + WINDOW + 1
-    assert reports.report(task_id, ReportVerdict.BAD) is expected
+    assert reports.report(task_id, ReportVerdict.BAD, WORKER) is expected
     assert provider.reports == []
 
 
 def test_the_window_counts_from_the_earliest_finish() -> None:
     store, provider = InMemoryTaskStore(), FakeProvider()
+    request = CaptchaRequest("userrecaptcha", "sitekey", "https://example.test/")
+    store.record_submission(NewTask(TASK, request, 990.0, 1010.0, owner=WORKER))
     late = TaskResult(TASK, TOKEN, DeliveryPath.POLL, received_at=1500.0, finished_after=1000.0)
     store.record_result(late)
     reports, _ = service(store, provider, now=1000.0 + WINDOW + 1)
-    assert reports.report(TASK, ReportVerdict.BAD) is ReportClaim.WINDOW_CLOSED
+    assert reports.report(TASK, ReportVerdict.BAD, WORKER) is ReportClaim.WINDOW_CLOSED
 
 
 @pytest.mark.parametrize(
@@ -136,12 +141,12 @@ def test_a_report_the_provider_did_not_take_is_released(failure: Any) -> None:
     store, provider = solved_store(), FakeProvider(report_failure=failure)
     reports, clock = service(store, provider)
     with pytest.raises(type(failure())):
-        reports.report(TASK, ReportVerdict.BAD)
+        reports.report(TASK, ReportVerdict.BAD, WORKER)
     task = store.get(TASK)
     assert task is not None and task.reported is None
     provider.report_failure = None
     clock.now += 1
-    assert reports.report(TASK, ReportVerdict.BAD) is ReportClaim.CLAIMED
+    assert reports.report(TASK, ReportVerdict.BAD, WORKER) is ReportClaim.CLAIMED
     assert provider.reports == [(TASK, False)]
 
 
@@ -156,12 +161,12 @@ def test_when_even_the_release_fails_the_lease_lapses_and_a_retry_works() -> Non
 
     store.release_report = table_down  # type: ignore[method-assign]
     with pytest.raises(ProviderRetryableError):
-        reports.report(TASK, ReportVerdict.BAD)
+        reports.report(TASK, ReportVerdict.BAD, WORKER)
     store.release_report = original_release  # type: ignore[method-assign]
     provider.report_failure = None
-    assert reports.report(TASK, ReportVerdict.BAD) is ReportClaim.ALREADY_REPORTED
+    assert reports.report(TASK, ReportVerdict.BAD, WORKER) is ReportClaim.ALREADY_REPORTED
     clock.now += REPORT_LEASE_SECONDS + 1
-    assert reports.report(TASK, ReportVerdict.BAD) is ReportClaim.CLAIMED
+    assert reports.report(TASK, ReportVerdict.BAD, WORKER) is ReportClaim.CLAIMED
     assert provider.reports == [(TASK, False)]
 
 
@@ -170,7 +175,7 @@ def test_a_store_error_on_the_claim_sends_nothing() -> None:
     store.fail_next.append(unavailable())
     reports, _ = service(store, provider)
     with pytest.raises(StoreError):
-        reports.report(TASK, ReportVerdict.GOOD)
+        reports.report(TASK, ReportVerdict.GOOD, WORKER)
     assert provider.reports == []
 
 
@@ -182,5 +187,28 @@ def test_a_failed_confirmation_still_counts_as_reported() -> None:
         raise unavailable()
 
     store.confirm_report = table_down  # type: ignore[method-assign]
-    assert reports.report(TASK, ReportVerdict.GOOD) is ReportClaim.CLAIMED
+    assert reports.report(TASK, ReportVerdict.GOOD, WORKER) is ReportClaim.CLAIMED
+    assert provider.reports == [(TASK, True)]
+
+
+def test_another_principals_task_is_unknown_to_it_and_nothing_is_sent() -> None:
+    store = InMemoryTaskStore()
+    request = CaptchaRequest("userrecaptcha", "sitekey", "https://example.test/")
+    store.record_submission(NewTask(TASK, request, 1000.0, 1020.0, owner=WORKER))
+    store.record_result(TaskResult(TASK, TOKEN, DeliveryPath.POLL, FINISHED))
+    provider = FakeProvider()
+    reports, _ = service(store, provider)
+    assert reports.report(TASK, ReportVerdict.BAD, OTHER) is ReportClaim.UNKNOWN_TASK
+    assert provider.reports == []
+    assert reports.report(TASK, ReportVerdict.BAD, WORKER) is ReportClaim.CLAIMED
+
+
+def test_the_admin_principal_may_report_any_task() -> None:
+    store = InMemoryTaskStore()
+    request = CaptchaRequest("userrecaptcha", "sitekey", "https://example.test/")
+    store.record_submission(NewTask(TASK, request, 1000.0, 1020.0, owner=WORKER))
+    store.record_result(TaskResult(TASK, TOKEN, DeliveryPath.POLL, FINISHED))
+    provider = FakeProvider()
+    admin = ReportService(store, provider, WINDOW, admin_principal_arn=ADMIN, clock=Clock(1090.0))
+    assert admin.report(TASK, ReportVerdict.GOOD, ADMIN) is ReportClaim.CLAIMED
     assert provider.reports == [(TASK, True)]

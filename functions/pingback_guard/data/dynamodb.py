@@ -49,6 +49,11 @@ UNAVAILABLE_ERROR_CODES = frozenset(
     }
 )
 QUERY_PAGE_SIZE = 500
+# The caller's task, or one recorded before owners existed (logic/access.py's rule).
+OWNED_BY_CALLER = (
+    "(#owner = :owner OR (attribute_not_exists(#owner) AND attribute_not_exists(nonce)"
+    " AND attribute_exists(submitted_at)))"
+)
 # Not a task: task ids are digits, so this key never collides with one and no route reads it.
 POLLER_LEASE_KEY = "#poller-lease"
 
@@ -419,8 +424,10 @@ class DynamoDbTaskStore:
         now: float,
         window_start: float,
         lease_seconds: float,
+        owner: str | None = None,
     ) -> ReportClaim:
         """One conditional write decides; a refusal is judged from the old item, no read."""
+        ownership = "" if owner is None else f" AND {OWNED_BY_CALLER}"
         try:
             self._update(
                 task_id,
@@ -428,17 +435,19 @@ class DynamoDbTaskStore:
                 condition="attribute_exists(solution)"
                 " AND (attribute_not_exists(reported) OR report_lease_until < :now)"
                 " AND (finished_after >= :window_start"
-                " OR (attribute_not_exists(finished_after) AND received_at >= :window_start))",
-                names={},
+                f" OR (attribute_not_exists(finished_after) AND received_at >= :window_start))"
+                f"{ownership}",
+                names={"#owner": "owner"} if owner is not None else {},
                 values=_values(
                     verdict=verdict.value,
                     now=now,
                     lease=now + lease_seconds,
                     window_start=window_start,
+                    **({} if owner is None else {"owner": owner}),
                 ),
             )
         except ConditionRefused as refused:
-            return _refused_report(refused.old_item, now)
+            return _refused_report(refused.old_item, now, owner)
         return ReportClaim.CLAIMED
 
     def confirm_report(self, task_id: str, claimed_at: float) -> bool:
@@ -656,12 +665,19 @@ def _task_from_item(item: Mapping[str, Any]) -> Task:
     )
 
 
+def _owned_by(item: Mapping[str, Any], owner: str) -> bool:
+    """OWNED_BY_CALLER, judged on an item DynamoDB handed back."""
+    if "owner" in item:
+        return bool(item["owner"] == owner)
+    return "nonce" not in item and "submitted_at" in item
+
+
 def _text_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _refused_report(old: Mapping[str, Any] | None, now: float) -> ReportClaim:
-    if not old:
+def _refused_report(old: Mapping[str, Any] | None, now: float, owner: str | None) -> ReportClaim:
+    if not old or (owner is not None and not _owned_by(old, owner)):
         return ReportClaim.UNKNOWN_TASK
     if "solution" not in old:
         return ReportClaim.NOT_SOLVED

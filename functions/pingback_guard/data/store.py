@@ -71,9 +71,12 @@ class TaskStore(Protocol):
         now: float,
         window_start: float,
         lease_seconds: float,
+        owner: str | None = None,
     ) -> ReportClaim:
         """The one report of a solved task finished at or after ``window_start``. The claim is a
-        lease until confirmed, so a report the provider never got can be tried again."""
+        lease until confirmed, so a report the provider never got can be tried again. With an
+        ``owner``, only that principal's task (or one recorded before owners) counts: any other
+        answers UNKNOWN_TASK, as for a task that does not exist."""
 
     def confirm_report(self, task_id: str, claimed_at: float) -> bool:
         """The provider took the report claimed at ``claimed_at``: it is final."""

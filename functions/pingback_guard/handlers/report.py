@@ -18,6 +18,7 @@ from pingback_guard.domain.errors import (
     StoreError,
 )
 from pingback_guard.domain.task import ReportClaim, ReportVerdict, normalise_task_id
+from pingback_guard.handlers.principal import caller_principal
 from pingback_guard.handlers.responses import json_response
 from pingback_guard.logic.report import InvalidReportError, ReportService, parse_report
 from pingback_guard.observability import logger, metrics, tracer
@@ -30,6 +31,7 @@ service = ReportService(
     DynamoDbTaskStore(dynamodb_client(), settings.table),
     captchaai_client(settings.provider),
     settings.report_window_seconds,
+    admin_principal_arn=settings.admin_principal_arn,
 )
 
 STATUS_OF_REFUSAL = {
@@ -48,15 +50,17 @@ class _BadRequest(Exception):
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics(capture_cold_start_metric=True)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request = APIGatewayProxyEventV2(event)
+    principal = caller_principal(request)
+    if principal is None:
+        return json_response(403, {"error": "forbidden"})
     try:
-        task_id, verdict = _parse(APIGatewayProxyEventV2(event))
+        task_id, verdict = _parse(request)
     except _BadRequest as error:
         return json_response(400, {"error": "bad_request", "reason": str(error)})
     logger.append_keys(task_id=task_id)
-    # Owner scoping (engineer `sec`): refuse here, as 404 unknown_task, a caller who is not the
-    # task's owner, before anything is claimed or sent to the provider.
     try:
-        claim = service.report(task_id, verdict)
+        claim = service.report(task_id, verdict, principal)
     except PingbackGuardError as error:
         return _unavailable(error)
     if claim is not ReportClaim.CLAIMED:

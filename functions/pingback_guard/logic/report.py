@@ -40,23 +40,28 @@ class ReportService:
         provider: ProviderClient,
         window_seconds: float,
         *,
+        admin_principal_arn: str = "",
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
         self._provider = provider
         self._window_seconds = window_seconds
+        self._admin_principal_arn = admin_principal_arn
         self._clock = clock
 
-    def report(self, task_id: str, verdict: ReportVerdict) -> ReportClaim:
-        """CLAIMED once the provider took it; a refusal names why. Provider and store errors
-        are raised after the claim is released."""
+    def report(self, task_id: str, verdict: ReportVerdict, principal: str) -> ReportClaim:
+        """CLAIMED once the provider took it; a refusal names why (another principal's task is
+        UNKNOWN_TASK, as in GET). Provider and store errors are raised after the claim is
+        released."""
         claimed_at = self._clock()
+        is_admin = bool(self._admin_principal_arn) and principal == self._admin_principal_arn
         claim = self._store.claim_report(
             task_id,
             verdict,
             now=claimed_at,
             window_start=claimed_at - self._window_seconds,
             lease_seconds=REPORT_LEASE_SECONDS,
+            owner=None if is_admin else principal,
         )
         if claim is not ReportClaim.CLAIMED:
             return claim
