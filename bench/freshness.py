@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cost import MILLION, Usage, cost_by_service
-from bench.freshness_worker import GET_PERIOD_SECONDS, HttpWaiter, TaskWaiter
+from bench.freshness_worker import GET_PERIOD_SECONDS, ClientWaiter
 from bench.outcome import Headline, SectionOutcome, markdown_table, number
 from bench.template_facts import parameter_default
 from infra.local import LocalOptions, LocalStack
@@ -160,7 +160,7 @@ def _run_phase(
     stack.reset_calls()
     res_before = simulator.stats()["res_actions"]["get"]
     started = time.time()
-    waiter = HttpWaiter(stack.ready.api_url)
+    waiter = ClientWaiter(stack.ready.api_url, stack.ready.region)
     try:
         with ThreadPoolExecutor(TASKS) as pool:
             waited = list(pool.map(lambda n: _one_task(waiter, n), range(TASKS)))
@@ -182,7 +182,7 @@ def _run_phase(
     )
 
 
-def _one_task(waiter: TaskWaiter, index: int) -> tuple[str, Any]:
+def _one_task(waiter: ClientWaiter, index: int) -> tuple[str, Any]:
     time.sleep(SUBMIT_SPREAD_SECONDS * index / TASKS)
     task_id = waiter.submit(REQUEST)
     return task_id, waiter.wait(task_id, WAIT_TIMEOUT_SECONDS)

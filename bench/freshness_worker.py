@@ -1,17 +1,20 @@
-"""The simulated worker of the freshness benchmark: submit with POST /tasks, wait with
-GET /tasks/{task_id} about once a second, note the moment it holds the token.
-
-`TaskWaiter` is the one place to swap for the worker client (`packages/client`,
-`pingback_guard_client`) once it lands: its `wait(task_id, timeout)` replaces `HttpWaiter.wait`.
-"""
+"""The simulated worker of the freshness benchmark: the worker client (`pingback_guard_client`)
+submits with POST /tasks and waits with its `wait()` (a GET about once a second; the stack checks
+res.php itself for an overdue task). The transport counts the GETs each task cost."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
 
-import requests
+from infra.local.signing import local_signed_session
+from pingback_guard_client import Client, PingbackGuardError
+from pingback_guard_client.transport import HttpAnswer, RequestsTransport, Transport
 
 GET_PERIOD_SECONDS = 1.0
 REQUEST_TIMEOUT_SECONDS = 30.0
@@ -26,44 +29,49 @@ class Waited:
     gets: int
 
 
-class TaskWaiter(Protocol):
-    def submit(self, request: dict[str, Any]) -> str: ...
+class CountingTransport:
+    """GETs per path, so each task's waiting cost is known."""
 
-    def wait(self, task_id: str, timeout: float) -> Waited: ...
+    def __init__(self, inner: Transport) -> None:
+        self._inner = inner
+        self._lock = threading.Lock()
+        self.gets: Counter[str] = Counter()
 
-
-class HttpWaiter:
-    """A worker without the client library: unsigned requests (the local gateway of this branch
-    does not verify SigV4) and a plain one-second GET loop."""
-
-    def __init__(self, api_url: str, period_seconds: float = GET_PERIOD_SECONDS) -> None:
-        self._api_url = api_url.rstrip("/")
-        self._period = period_seconds
-        self._session = requests.Session()
-
-    def submit(self, request: dict[str, Any]) -> str:
-        answer = self._session.post(
-            f"{self._api_url}/tasks", json=request, timeout=REQUEST_TIMEOUT_SECONDS
-        )
-        answer.raise_for_status()
-        return str(answer.json()["task_id"])
-
-    def wait(self, task_id: str, timeout: float) -> Waited:
-        deadline = time.time() + timeout
-        gets = 0
-        view: dict[str, Any] = {}
-        while time.time() < deadline:
-            asked_at = time.time()
-            answer = self._session.get(
-                f"{self._api_url}/tasks/{task_id}", timeout=REQUEST_TIMEOUT_SECONDS
-            )
-            gets += 1
-            if answer.status_code == 200:
-                view = answer.json()
-                if view.get("status") != "PENDING":
-                    return Waited(view, time.time(), gets)
-            time.sleep(max(0.0, self._period - (time.time() - asked_at)))
-        return Waited(view, time.time(), gets)
+    def request(self, method: str, path: str, body: Mapping[str, Any] | None) -> HttpAnswer:
+        if method == "GET":
+            with self._lock:
+                self.gets[path] += 1
+        return self._inner.request(method, path, body)
 
     def close(self) -> None:
-        self._session.close()
+        self._inner.close()
+
+
+class ClientWaiter:
+    """A worker using the client library, signed as the local stack's worker principal."""
+
+    def __init__(self, api_url: str, region: str) -> None:
+        self._transport = CountingTransport(
+            RequestsTransport(api_url, local_signed_session(region), REQUEST_TIMEOUT_SECONDS)
+        )
+        self._client = Client(
+            api_url, region, transport=self._transport, poll_interval=GET_PERIOD_SECONDS
+        )
+
+    def submit(self, request: dict[str, Any]) -> str:
+        extras = request.get("extras", {})
+        return self._client.submit(
+            request["method"], request["sitekey"], request["page_url"], **extras
+        )
+
+    def wait(self, task_id: str, timeout: float) -> Waited:
+        # Unsolvable, unusable or timed out: the view read below says which.
+        with contextlib.suppress(PingbackGuardError):
+            self._client.wait(task_id, timeout)
+        had_at = time.time()
+        gets = self._transport.gets[f"/tasks/{task_id}"]
+        view = asdict(self._client.task(task_id))  # read after the fact, not counted
+        return Waited(view, had_at, gets)
+
+    def close(self) -> None:
+        self._client.close()
