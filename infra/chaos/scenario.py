@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from infra.chaos.workload import SUBMIT_THREADS
+
+# template.yaml's DeadLetterQueue VisibilityTimeout.
+DEAD_LETTER_VISIBILITY_SECONDS = 180
 
 
 @dataclass(frozen=True)
@@ -42,18 +48,17 @@ class Scenario:
     backoff_max_seconds: float
     simulator: dict[str, Any]
     drain_grace_seconds: float
+    submit_threads: int = SUBMIT_THREADS
+    """Workers submitting at once: a submit behind schedule waits for one of them."""
+    workers_per_function: int = 3
+    workers_by_function: Mapping[str, int] = field(default_factory=dict)
+    progress_every_seconds: float = 2.0
+    """How often the run looks at the table, the queues and the truth (a Scan of the table)."""
 
     @property
     def faults_end(self) -> float:
         windows = (self.gateway_down, self.table_down, self.dead_letter_down)
         return max(self.submit_seconds, *(window.end for window in windows))
-
-    @property
-    def deadline(self) -> float:
-        """By then every task must be final: the last submit, plus retention, plus slack."""
-        return max(self.faults_end, self.submit_seconds + self.retention_seconds) + (
-            self.drain_grace_seconds
-        )
 
     def parameter_overrides(self) -> dict[str, str]:
         return {
@@ -67,6 +72,12 @@ class Scenario:
             # 10 x 15 s here, like 5 x 180 s = 15 min on AWS.
             "MaxReceiveCount": "10",
         }
+
+    @property
+    def parking_after_seconds(self) -> float:
+        """How long a dead letter that keeps failing stays in the DLQ before it is parked."""
+        visibility = DEAD_LETTER_VISIBILITY_SECONDS / self.time_scale
+        return visibility * int(self.parameter_overrides()["MaxReceiveCount"])
 
     @property
     def time_scale(self) -> float:
