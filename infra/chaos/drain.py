@@ -25,6 +25,8 @@ class Observation:
     truth: Sequence[Mapping[str, Any]]
     items: Mapping[str, Mapping[str, Any]]
     dead_letters: int
+    requests_in_flight: int = 0
+    """Requests the gateway has read and not answered: a queued pingback can still settle a task."""
 
 
 @dataclass(frozen=True)
@@ -50,10 +52,16 @@ class DrainState:
     given_up: int
     """Not final, and past the stack's own deadline for them."""
     dead_letters: int
+    requests_in_flight: int = 0
 
     @property
     def quiet(self) -> bool:
-        return self.waiting == 0 and self.dead_letters == 0
+        return self.waiting == 0 and self.dead_letters == 0 and self.requests_in_flight == 0
+
+    @property
+    def still_working(self) -> bool:
+        """Messages or requests the stack has not finished with."""
+        return self.dead_letters > 0 or self.requests_in_flight > 0
 
 
 def drain_state(observation: Observation, now: float, policy: DrainPolicy) -> DrainState:
@@ -66,7 +74,9 @@ def drain_state(observation: Observation, now: float, policy: DrainPolicy) -> Dr
             waiting += 1
         else:
             given_up += 1
-    return DrainState(final, waiting, given_up, observation.dead_letters)
+    return DrainState(
+        final, waiting, given_up, observation.dead_letters, observation.requests_in_flight
+    )
 
 
 def _submitted_at(task: Mapping[str, Any], item: Mapping[str, Any] | None) -> float:
@@ -97,9 +107,9 @@ def wait_until_quiet(
 ) -> DrainOutcome:
     """Watch the run until the workload has ended and the stack has gone quiet.
 
-    Every task's own deadline bounds the wait; a dead-letter queue that never empties is bounded
-    by the last submit's (the workload's end, plus retention and grace) plus the time the stack
-    takes to park a message that keeps failing.
+    Every task's own deadline bounds the wait; a dead-letter queue that never empties, or requests
+    the gateway still holds, are waited for until the last submit's deadline (the workload's end,
+    plus retention and grace) plus the time the stack takes to park a message that keeps failing.
     """
     workload_ended_at: float | None = None
     while True:
@@ -116,6 +126,6 @@ def wait_until_quiet(
             continue
         if state.quiet:
             return DrainOutcome("quiet", workload_ended_at, now, state)
-        patience = policy.dead_letter_patience_seconds if state.dead_letters else 0.0
+        patience = policy.dead_letter_patience_seconds if state.still_working else 0.0
         if state.waiting == 0 and now >= policy.settle_by(workload_ended_at) + patience:
             return DrainOutcome("deadline", workload_ended_at, now, state)

@@ -80,6 +80,7 @@ class ChaosRun:
         self._progress = progress or _print_progress
         self.timeline = Timeline()
         self._stop = threading.Event()
+        self._workload_over = threading.Event()
 
     def run(self) -> ChaosResult:
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -142,7 +143,9 @@ class ChaosRun:
         background = [
             threading.Thread(
                 target=forge_callbacks,
-                args=(info.api_url, simulator.task_ids, self._forgeries, self._stop),
+                # The attack lasts as long as the workload: the drain waits for the gateway to
+                # have no request in flight.
+                args=(info.api_url, simulator.task_ids, self._forgeries, self._workload_over),
             ),
             threading.Thread(target=self._apply_faults, args=(stack, baseline_parts, started)),
         ]
@@ -153,8 +156,9 @@ class ChaosRun:
             )
         for thread in background + workload:
             thread.start()
-        drained = self._watch(simulator, aws, submits, started, workload)
+        drained = self._watch(simulator, stack, aws, submits, started, workload)
         self._stop.set()
+        self._workload_over.set()
         for thread in background + workload:
             thread.join(timeout=60)
         self.timeline.note(drained.ended_at - started, f"verdict read ({drained.reason})")
@@ -250,6 +254,7 @@ class ChaosRun:
     def _watch(
         self,
         simulator: Simulator,
+        stack: LocalStack,
         aws: _AwsView,
         submits: SubmitLog,
         started: float,
@@ -266,7 +271,15 @@ class ChaosRun:
 
         def observe() -> Observation:
             items = aws.progress_items()  # before the truth: no id the truth does not know yet
-            return Observation(simulator.tasks(), items, aws.dead_letter_depth())
+            return Observation(
+                simulator.tasks(), items, aws.dead_letter_depth(), stack.requests_in_flight()
+            )
+
+        def workload_running() -> bool:
+            if any(thread.is_alive() for thread in workload):
+                return True
+            self._workload_over.set()
+            return False
 
         def show(observation: Observation, _state: object) -> None:
             line = _progress_line(
@@ -281,7 +294,7 @@ class ChaosRun:
 
         drained = wait_until_quiet(
             observe,
-            lambda: any(thread.is_alive() for thread in workload),
+            workload_running,
             policy,
             every_seconds=scenario.progress_every_seconds,
             on_observation=show,

@@ -75,6 +75,11 @@ class HttpGateway:
                 self._in_flight -= 1
                 self._in_flight_changed.notify_all()
 
+    @property
+    def requests_in_flight(self) -> int:
+        with self._in_flight_changed:
+            return self._in_flight
+
     def drain(self, timeout: float) -> int:
         """Wait until no request is in flight (at most `timeout` s); the number still in flight."""
         with self._in_flight_changed:

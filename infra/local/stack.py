@@ -187,6 +187,10 @@ class LocalStack:
         assert self._gateway is not None
         self._gateway.set_up(up)
 
+    def requests_in_flight(self) -> int:
+        """Gateway requests read and not answered yet (waiting for a worker, or running)."""
+        return self._gateway.requests_in_flight if self._gateway is not None else 0
+
     def faults(self) -> list[FaultRule]:
         with self._faults_lock:
             return list(self._faults)
@@ -208,6 +212,7 @@ class LocalStack:
         return {
             "status": "ok",
             "gateway_up": self._gateway is not None and self._gateway.is_up,
+            "gateway_requests_in_flight": self.requests_in_flight(),
             "functions": {name: pool.stats.to_json() for name, pool in self._pools.items()},
             "schedules": dict(self._schedules.fired) if self._schedules else {},
             "queues": {

@@ -162,3 +162,23 @@ def test_tasks_whose_submit_got_no_answer_are_counted_with_what_the_stack_made_o
     figure = unanswered_submits([answered, unanswered, never_registered], table, ["1"])
 
     assert figure == {"tasks": 2, "status_in_table": {"SOLVED": 1, "absent": 1}}
+
+
+def test_pingbacks_the_gateway_still_holds_keep_the_verdict_waiting() -> None:
+    """Queued behind busy workers, a pingback can still settle a task past its retention."""
+    task = _task("4", submitted_at=0.0, finished_at=10.0)
+    clock = [0.0]
+
+    def sleep(seconds: float) -> None:
+        clock[0] += seconds
+
+    def observe() -> Observation:
+        queued = clock[0] < 250.0
+        items = {"4": _pending(task) if queued else _solved(task)}
+        return Observation([task], items, dead_letters=0, requests_in_flight=3 if queued else 0)
+
+    drained = wait_until_quiet(
+        observe, lambda: False, PLAN, every_seconds=5, clock=lambda: clock[0], sleep=sleep
+    )
+
+    assert (drained.reason, drained.ended_at) == ("quiet", 250.0)
