@@ -15,7 +15,7 @@ STAMP := $(VENV)/.installed
 
 help:
 	@echo "make demo   - run the whole stack locally against moto + the simulator, with the chaos proof"
-	@echo "make chaos  - the chaos run (PROFILE=ci|full, TASKS=N, SEED=S); report in out/chaos/"
+	@echo "make chaos  - the chaos run (PROFILE=ci|full|soak, TASKS=N, SEED=S); report in out/chaos/"
 	@echo "make test   - lint, type checks, template checks and every test suite"
 	@echo "make bench  - benchmarks (bench/results.json + Markdown table)"
 

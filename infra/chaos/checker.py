@@ -251,3 +251,42 @@ def _add_emf(totals: Counter[str], line: str) -> None:
         value = document.get(definition["Name"], 0)
         if definition.get("Unit", "Count") == "Count":
             totals[definition["Name"]] += sum(value) if isinstance(value, list) else value
+
+
+def unanswered_submits(
+    truth: Sequence[Mapping[str, Any]],
+    table: Mapping[str, Mapping[str, Any]],
+    accepted: Iterable[str],
+) -> dict[str, Any]:
+    """Provider tasks whose id no worker learned (its submit got no answer in time, or a 5xx
+    without an id), and what the stack made of them: they are judged like every other task."""
+    learned = set(accepted)
+    statuses: Counter[str] = Counter()
+    for task in truth:
+        task_id = str(task["id"])
+        if task_id not in learned:
+            item = table.get(task_id)
+            statuses[str(item.get("status")) if item else "absent"] += 1
+    return {"tasks": sum(statuses.values()), "status_in_table": dict(sorted(statuses.items()))}
+
+
+def throughput(
+    truth: Sequence[Mapping[str, Any]], first_submit: float | None, last_submit: float | None
+) -> dict[str, float]:
+    """Sustained rates: provider tasks per second of the submit window, and pingbacks the stack
+    answered (any HTTP status) per second of the window they were sent in."""
+    rates: dict[str, float] = {}
+    if first_submit is not None and last_submit is not None and last_submit > first_submit:
+        window = last_submit - first_submit
+        rates["submit_window_seconds"] = round(window, 1)
+        rates["submits_per_second"] = round(len(truth) / window, 1)
+    answered = sorted(
+        float(attempt["at"])
+        for task in truth
+        for attempt in task.get("deliveries", [])
+        if isinstance(attempt.get("outcome"), int)
+    )
+    if len(answered) > 1 and answered[-1] > answered[0]:
+        rates["callback_window_seconds"] = round(answered[-1] - answered[0], 1)
+        rates["callbacks_per_second"] = round(len(answered) / (answered[-1] - answered[0]), 1)
+    return rates

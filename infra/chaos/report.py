@@ -41,6 +41,7 @@ def report_document(result: ChaosResult) -> dict[str, Any]:
             "simulator": scenario.simulator,
         },
         "duration_seconds": result.duration_seconds,
+        "workload": result.workload,
         "verdict": result.verdict.to_json(),
         "figures": result.figures,
         "submits": result.submits,
@@ -88,6 +89,7 @@ def summary_text(document: dict[str, Any]) -> str:
         f" task {figures['table_requests_per_task']}, table writes per task"
         f" {figures['table_writes_per_task']}",
     ]
+    lines.extend(_workload_lines(document))
     baseline = document.get("baseline")
     if baseline:
         share = baseline["lost"] / max(baseline["solved_at_provider"], 1)
@@ -128,6 +130,27 @@ def _alarm_lines(alarms: dict[str, Any] | None) -> list[str]:
         lines.append(f"    still in ALARM at the end: {', '.join(alarms['still_in_alarm'])}")
     lines.append(f"    notifications received from the alarm topic: {alarms['notifications']}")
     return lines
+
+
+def _workload_lines(document: dict[str, Any]) -> list[str]:
+    """How long the workload took against its plan, the rates it sustained, and the tasks whose
+    submit no worker heard back from."""
+    workload = document.get("workload") or {}
+    if not workload:
+        return []
+    rates = document["figures"].get("throughput", {})
+    unanswered = document["figures"].get("unanswered_submits", {})
+    in_table = ", ".join(f"{s} {n}" for s, n in unanswered.get("status_in_table", {}).items())
+    return [
+        f"  workload: submits planned over {workload['planned_submit_seconds']:.0f} s, took"
+        f" {workload['submit_seconds']:.0f} s; verdict read {workload['drain_seconds']:.0f} s"
+        f" after the last submit ended ({workload['drain_ended']})",
+        f"  sustained: {rates.get('submits_per_second', '-')} submits/s,"
+        f" {rates.get('callbacks_per_second', '-')} callbacks answered/s",
+        f"  submits with no answer in time {workload['submits_unanswered']}; provider tasks no"
+        f" worker learned the id of {unanswered.get('tasks', 0)}"
+        + (f" (in the table: {in_table})" if in_table else ""),
+    ]
 
 
 def _window(window: dict[str, float]) -> str:

@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,8 +29,11 @@ from infra.chaos.checker import (
     forged_decisions,
     forged_provisional,
     table_items,
+    throughput,
+    unanswered_submits,
     verdict,
 )
+from infra.chaos.drain import DrainOutcome, DrainPolicy, Observation, wait_until_quiet
 from infra.chaos.result_events import (
     EVENT_DUPLICATE_RATE,
     result_events_report,
@@ -49,8 +52,8 @@ from infra.chaos.workload import (
 from infra.local import FaultRule, LocalOptions, LocalStack, ReadyInfo
 from infra.simulator import Simulator, SimulatorConfig
 
-PROGRESS_EVERY_SECONDS = 2.0
-FINAL_STATUSES = frozenset({"SOLVED", "FAILED", "EXPIRED"})
+# What the progress display and the drain need of each item: never the tokens.
+PROGRESS_PROJECTION = "task_id, #status, delivered_via, submitted_at"
 
 
 @dataclass
@@ -77,6 +80,7 @@ class ChaosResult:
     duration_seconds: float
     result_events: dict[str, Any] | None = None
     alarms: AlarmVerdict | None = None
+    workload: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -100,6 +104,7 @@ class ChaosRun:
         self._progress = progress or _print_progress
         self.timeline = Timeline()
         self._stop = threading.Event()
+        self._workload_over = threading.Event()
 
     def run(self) -> ChaosResult:
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -128,7 +133,8 @@ class ChaosRun:
             provider_api_key=api_key,
             time_scale=self.scenario.time_scale,
             parameter_overrides=self.scenario.parameter_overrides(),
-            workers_per_function=3,
+            workers_per_function=self.scenario.workers_per_function,
+            workers_by_function=dict(self.scenario.workers_by_function),
             run_dir=self.out_dir / "stack",
             event_duplicate_rate=EVENT_DUPLICATE_RATE,
         )
@@ -154,62 +160,45 @@ class ChaosRun:
         info: ReadyInfo,
         baseline_parts: tuple[Simulator, SeedBaseline] | None,
     ) -> ChaosResult:
-        scenario = self.scenario
         aws = _AwsView(info)
         started = time.time() + 1.0
         submits = SubmitLog()
         self._forgeries = ForgeryLog()
-        threads = [
+        background = [
             threading.Thread(
                 target=forge_callbacks,
+                # The attack lasts as long as the workload: the drain waits for the gateway to
+                # have no request in flight.
                 args=(
                     info.api_url,
                     lambda: [(str(t["id"]), t.get("pingback_url")) for t in simulator.tasks()],
                     self._forgeries,
-                    self._stop,
+                    self._workload_over,
                 ),
             ),
             threading.Thread(target=self._apply_faults, args=(stack, baseline_parts, started)),
-            threading.Thread(
-                target=run_schedule,
-                args=(
-                    scenario.tasks,
-                    scenario.submit_seconds,
-                    started,
-                    submit_via_api(info.api_url),
-                    submits,
-                    self._stop,
-                ),
-            ),
         ]
         alarm_inbox = subscribe_queue_to_alarms(info)
         injector = self._alarm_injector(stack, simulator)
         if injector is not None:
-            threads.append(threading.Thread(target=injector.run, args=(started, self._stop)))
-        baseline_submits = SubmitLog()
+            background.append(threading.Thread(target=injector.run, args=(started, self._stop)))
+        workload = [self._schedule(submit_via_api(info.api_url), submits, started)]
         if baseline_parts:
-            threads.append(
-                threading.Thread(
-                    target=run_schedule,
-                    args=(
-                        scenario.tasks,
-                        scenario.submit_seconds,
-                        started,
-                        _baseline_submit(baseline_parts[1]),
-                        baseline_submits,
-                        self._stop,
-                    ),
-                )
+            workload.append(
+                self._schedule(_baseline_submit(baseline_parts[1]), SubmitLog(), started)
             )
-        for thread in threads:
+        for thread in background + workload:
             thread.start()
-        self._watch(simulator, aws, submits, started)
+        drained = self._watch(simulator, stack, aws, submits, started, workload)
         self._stop.set()
-        for thread in threads:
+        self._workload_over.set()
+        for thread in background + workload:
             thread.join(timeout=60)
+        self.timeline.note(drained.ended_at - started, f"verdict read ({drained.reason})")
         alarm_verdict = self._check_alarms(stack, info, injector, alarm_inbox, started)
         result = self._conclude(simulator, stack, info, aws, submits, baseline_parts, started)
         result.alarms = alarm_verdict
+        result.workload = _workload_report(self.scenario, submits, drained, started)
         return result
 
     def _alarm_injector(self, stack: LocalStack, simulator: Simulator) -> AlarmFaultInjector | None:
@@ -247,6 +236,16 @@ class ChaosRun:
                 self.timeline.note(at, what)
         notifications = count_notifications(info, alarm_inbox) if alarm_inbox else 0
         return judge_alarms(self.scenario, stack.alarms(), started, notifications)
+
+    def _schedule(
+        self, submit: Callable[[SubmitLog], None], log: SubmitLog, started: float
+    ) -> threading.Thread:
+        scenario = self.scenario
+        return threading.Thread(
+            target=run_schedule,
+            args=(scenario.tasks, scenario.submit_seconds, started, submit, log, self._stop),
+            kwargs={"threads": scenario.submit_threads},
+        )
 
     def _apply_faults(
         self,
@@ -324,30 +323,55 @@ class ChaosRun:
         return rules
 
     def _watch(
-        self, simulator: Simulator, aws: _AwsView, submits: SubmitLog, started: float
-    ) -> None:
-        """Progress until the faults are over and every solved task is final, or the deadline."""
+        self,
+        simulator: Simulator,
+        stack: LocalStack,
+        aws: _AwsView,
+        submits: SubmitLog,
+        started: float,
+        workload: list[threading.Thread],
+    ) -> DrainOutcome:
+        """Progress until every workload thread has ended and the stack has gone quiet."""
         scenario = self.scenario
-        deadline = started + scenario.deadline
-        while time.time() < deadline:
-            time.sleep(PROGRESS_EVERY_SECONDS)
-            elapsed = time.time() - started
-            truth = simulator.tasks()
-            items = aws.items()
-            dead_letters = aws.dead_letter_depth()
-            self._progress(_progress_line(elapsed, scenario, submits, truth, items, dead_letters))
-            settled = all(
-                task["finished"] and items.get(str(task["id"]), {}).get("status") in FINAL_STATUSES
-                for task in truth
+        policy = DrainPolicy(
+            retention_seconds=scenario.retention_seconds,
+            grace_seconds=scenario.drain_grace_seconds,
+            not_before=started + scenario.faults_end,
+            dead_letter_patience_seconds=scenario.parking_after_seconds,
+        )
+
+        def observe() -> Observation:
+            items = aws.progress_items()  # before the truth: no id the truth does not know yet
+            return Observation(
+                simulator.tasks(), items, aws.dead_letter_depth(), stack.requests_in_flight()
             )
-            submitted_all = sum(submits.answers.values()) + sum(submits.errors.values())
-            if (
-                elapsed > scenario.faults_end
-                and submitted_all >= scenario.tasks
-                and settled
-                and dead_letters == 0
-            ):
-                return
+
+        def workload_running() -> bool:
+            if any(thread.is_alive() for thread in workload):
+                return True
+            self._workload_over.set()
+            return False
+
+        def show(observation: Observation, _state: object) -> None:
+            line = _progress_line(
+                time.time() - started,
+                scenario,
+                submits,
+                observation.truth,
+                observation.items,
+                observation.dead_letters,
+            )
+            self._progress(line)
+
+        drained = wait_until_quiet(
+            observe,
+            workload_running,
+            policy,
+            every_seconds=scenario.progress_every_seconds,
+            on_observation=show,
+        )
+        self.timeline.note(drained.workload_ended_at - started, "last submit ended")
+        return drained
 
     def _conclude(
         self,
@@ -360,8 +384,8 @@ class ChaosRun:
         started: float,
     ) -> ChaosResult:
         wait_for_result_events(stack)
-        truth = simulator.tasks()
         items = aws.items()
+        truth = simulator.tasks()  # after the table: every id it holds is in the truth
         calls = stack.calls_report()["calls"]
         depths = {"dead_letter": aws.dead_letter_depth(), "parking": aws.parking_depth()}
         emitted = emitted_metrics(Path(info.log_dir))
@@ -375,7 +399,11 @@ class ChaosRun:
         return ChaosResult(
             scenario=self.scenario,
             verdict=judged,
-            figures=figures(truth, items, calls, simulator.stats(), emitted),
+            figures={
+                **figures(truth, items, calls, simulator.stats(), emitted),
+                "unanswered_submits": unanswered_submits(truth, items, submits.accepted),
+                "throughput": throughput(truth, submits.first_at, submits.last_at),
+            },
             baseline=_baseline_report(baseline_parts) if baseline_parts else None,
             submits={"answers": dict(submits.answers), "errors": dict(submits.errors)},
             forged={
@@ -407,6 +435,15 @@ class _AwsView:
         pages = self._dynamodb.get_paginator("scan").paginate(TableName=self._table)
         return table_items(pages)
 
+    def progress_items(self) -> dict[str, dict[str, Any]]:
+        """Status, path and submit time of every item (a cheap Scan: no tokens)."""
+        pages = self._dynamodb.get_paginator("scan").paginate(
+            TableName=self._table,
+            ProjectionExpression=PROGRESS_PROJECTION,
+            ExpressionAttributeNames={"#status": "status"},
+        )
+        return table_items(pages)
+
     def dead_letter_depth(self) -> int:
         return self._depth(self._dlq)
 
@@ -419,6 +456,21 @@ class _AwsView:
             AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
         )["Attributes"]
         return sum(int(value) for value in attributes.values())
+
+
+def _workload_report(
+    scenario: Scenario, submits: SubmitLog, drained: DrainOutcome, started: float
+) -> dict[str, Any]:
+    """How long the workload really took against its plan, and how the drain ended."""
+    last_submit_ended = submits.last_at or drained.workload_ended_at
+    return {
+        "planned_submit_seconds": scenario.submit_seconds,
+        "submit_seconds": round(last_submit_ended - started, 1),
+        "drain_seconds": round(drained.ended_at - last_submit_ended, 1),
+        "drain_ended": drained.reason,
+        "submits_finished": submits.finished,
+        "submits_unanswered": submits.unanswered,
+    }
 
 
 def _gateway(stack: LocalStack, baseline: SeedBaseline | None, up: bool) -> None:
@@ -463,8 +515,8 @@ def _progress_line(
     elapsed: float,
     scenario: Scenario,
     submits: SubmitLog,
-    truth: list[dict[str, Any]],
-    items: dict[str, dict[str, Any]],
+    truth: Sequence[Mapping[str, Any]],
+    items: Mapping[str, Mapping[str, Any]],
     dead_letters: int,
 ) -> str:
     paths = Counter(

@@ -6,7 +6,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import requests
@@ -18,6 +17,9 @@ PAGE_URL = "https://www.google.com/recaptcha/api2/demo"
 SUBMIT_THREADS = 8
 SUBMIT_PATIENCE_SECONDS = 90.0
 RETRY_PAUSE_SECONDS = 2.0
+# requests' names for "the request was sent and no answer came in time": the provider task may
+# exist, but the worker never learns its id.
+NO_ANSWER_ERRORS = frozenset({"ReadTimeout", "Timeout", "ChunkedEncodingError"})
 
 
 @dataclass
@@ -26,16 +28,36 @@ class SubmitLog:
     answers: Counter[int] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    first_at: float | None = None
+    last_at: float | None = None
+    """When the first submit started and the last one ended (an answer or an error)."""
 
     def note(self, status: int, task_id: str | None) -> None:
         with self.lock:
             self.answers[status] += 1
+            self.last_at = time.time()
             if task_id:
                 self.accepted.append(task_id)
 
     def failed(self, reason: str) -> None:
         with self.lock:
             self.errors[reason] += 1
+            self.last_at = time.time()
+
+    def started(self) -> None:
+        with self.lock:
+            self.first_at = self.first_at or time.time()
+
+    @property
+    def finished(self) -> int:
+        with self.lock:
+            return sum(self.answers.values()) + sum(self.errors.values())
+
+    @property
+    def unanswered(self) -> int:
+        """Submits sent but not answered in time (the stack may still have registered them)."""
+        with self.lock:
+            return sum(n for reason, n in self.errors.items() if reason in NO_ANSWER_ERRORS)
 
 
 def submit_via_api(api_url: str) -> Callable[[SubmitLog], None]:
@@ -77,14 +99,45 @@ def run_schedule(
     submit: Callable[[SubmitLog], None],
     log: SubmitLog,
     stop: threading.Event,
+    threads: int = SUBMIT_THREADS,
 ) -> None:
-    """Submit ``count`` tasks evenly over ``spread_seconds`` from ``started`` (bounded threads)."""
-    with ThreadPoolExecutor(max_workers=SUBMIT_THREADS, thread_name_prefix="submit") as pool:
-        for index in range(count):
-            due = started + index * spread_seconds / max(count, 1)
-            if stop.wait(max(0.0, due - time.time())):
-                return
-            pool.submit(submit, log)
+    """Submit ``count`` tasks evenly over ``spread_seconds`` from ``started``; return when every
+    submit has ended, or at once when ``stop`` is set.
+
+    Like a worker fleet of ``threads`` workers: at most that many submits wait for an answer at
+    once, and a submit that falls behind the schedule goes as soon as a worker is free (the run
+    then lasts longer than planned; it never piles up unbounded). Each submit runs on a daemon
+    thread, so one still waiting for its answer never keeps the process from exiting.
+    """
+    workers = threading.BoundedSemaphore(threads)
+    ended = threading.Semaphore(0)
+
+    def one_submit() -> None:
+        try:
+            log.started()
+            submit(log)
+        finally:
+            workers.release()
+            ended.release()
+
+    launched = 0
+    for index in range(count):
+        due = started + index * spread_seconds / max(count, 1)
+        if stop.wait(max(0.0, due - time.time())) or not _acquire(workers, stop):
+            return
+        threading.Thread(target=one_submit, name=f"submit-{index}", daemon=True).start()
+        launched += 1
+    for _ in range(launched):
+        if not _acquire(ended, stop):
+            return
+
+
+def _acquire(semaphore: threading.Semaphore, stop: threading.Event) -> bool:
+    """Take the semaphore, unless the run stops first."""
+    while not semaphore.acquire(timeout=0.5):
+        if stop.is_set():
+            return False
+    return True
 
 
 FORGED_CODE_PREFIX = "FORGED"

@@ -6,7 +6,8 @@ IAM-authorised routes verify the SigV4 signature against the local principals (4
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 from infra.local.apigw import (
@@ -52,6 +53,9 @@ class HttpGateway:
         self._server: LocalHttpServer | None = None
         self._switch_lock = threading.Lock()
         self._log_lock = threading.Lock()
+        self._log_closed = False
+        self._in_flight = 0
+        self._in_flight_changed = threading.Condition()
 
     @property
     def url(self) -> str:
@@ -70,6 +74,35 @@ class HttpGateway:
             elif not up and self._server is not None:
                 self._server.stop()
                 self._server = None
+
+    @contextmanager
+    def in_flight(self) -> Iterator[None]:
+        """Counts a request from when it was read until its answer is written."""
+        with self._in_flight_changed:
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            with self._in_flight_changed:
+                self._in_flight -= 1
+                self._in_flight_changed.notify_all()
+
+    @property
+    def requests_in_flight(self) -> int:
+        with self._in_flight_changed:
+            return self._in_flight
+
+    def drain(self, timeout: float) -> int:
+        """Wait until no request is in flight (at most `timeout` s); the number still in flight."""
+        with self._in_flight_changed:
+            self._in_flight_changed.wait_for(lambda: self._in_flight == 0, timeout)
+            return self._in_flight
+
+    def close_access_log(self) -> None:
+        """After this, access lines are dropped (a request still in flight cannot fail on it)."""
+        with self._log_lock:
+            self._log_closed = True
+            self._access_log.close()
 
     def handle(self, request: HttpRequest) -> tuple[HttpResponse, str | None]:
         """The response, and the API Gateway request id when a route was matched."""
@@ -136,8 +169,9 @@ class HttpGateway:
     def _log_line(self, text: str) -> None:
         line = f"{time.strftime('%H:%M:%S')} {text}\n"
         with self._log_lock:
-            self._access_log.write(line)
-            self._access_log.flush()
+            if not self._log_closed:
+                self._access_log.write(line)
+                self._access_log.flush()
 
 
 class _GatewayHandler(QuietHandler):
@@ -145,6 +179,10 @@ class _GatewayHandler(QuietHandler):
 
     def do_request(self) -> None:
         gateway: HttpGateway = self.server.app
+        with gateway.in_flight():
+            self._serve(gateway)
+
+    def _serve(self, gateway: HttpGateway) -> None:
         body = self.read_body(MAX_BODY_BYTES)
         if body is None:
             self.write_response(TOO_LARGE)

@@ -313,6 +313,8 @@ class FunctionPool:
         self._slots = [_Slot() for _ in range(size)]
         self._idle: queue.Queue[_Slot] = queue.Queue()
         self._closed = threading.Event()
+        self._invoking = 0
+        self._invoking_changed = threading.Condition()
         self.stats = PoolStats()
 
     def start(self) -> None:
@@ -325,6 +327,8 @@ class FunctionPool:
 
     def invoke(self, event: Any) -> Invocation:
         slot = self._take_slot()
+        with self._invoking_changed:
+            self._invoking += 1
         invocation: Invocation | None = None
         try:
             process = self._ready_process(slot)
@@ -337,6 +341,9 @@ class FunctionPool:
             if invocation is not None:
                 self.stats.count(invocation, discarded)
             self._release(slot, discarded)
+            with self._invoking_changed:
+                self._invoking -= 1
+                self._invoking_changed.notify_all()
         return invocation
 
     def push_faults(self, faults: Sequence[FaultRule]) -> None:
@@ -355,6 +362,9 @@ class FunctionPool:
             stopper.start()
         for stopper in stoppers:
             stopper.join()
+        # An invocation whose worker was just stopped may still write its last line to the log.
+        with self._invoking_changed:
+            self._invoking_changed.wait_for(lambda: self._invoking == 0, _EXIT_WAIT_SECONDS)
         self._log.close()
 
     def _take_slot(self) -> _Slot:

@@ -81,7 +81,7 @@ class ScheduleRunner:
             except PoolClosed:
                 return
             self.fired[schedule.logical_id] += 1
-            if not invocation.ok:
+            if not invocation.ok and not self._stopping.is_set():  # a stop ends its invocation
                 error = invocation.error or {}
                 logger.warning(
                     "%s: scheduled invocation failed: %s: %s (trace in the function's log)",

@@ -51,6 +51,8 @@ _TRIGGER_STOP_SECONDS = 3.0
 # Template parameters the local runtime sets unless overridden: the example result consumer runs
 # so that the events path (stream, pipe, bus, rule target) is exercised end to end.
 LOCAL_PARAMETER_DEFAULTS = {"DeployExampleConsumer": "true"}
+# API Gateway's integration timeout: no request in flight can need longer.
+_DRAIN_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,8 @@ class LocalOptions:
     """Schedules and SQS visibility timeouts run this many times faster."""
     parameter_overrides: Mapping[str, str] = field(default_factory=dict)
     workers_per_function: int = 2
+    workers_by_function: Mapping[str, int] = field(default_factory=dict)
+    """Worker processes of the functions named here (logical id), instead of the default."""
     run_dir: Path | None = None
     """Logs go to run_dir/logs; default: a new temporary directory (kept after the run)."""
     region: str = "us-east-1"
@@ -172,15 +176,21 @@ class LocalStack:
         return self._ready
 
     def stop(self) -> None:
-        """Stop everything started so far, in reverse order; each step is bounded in time."""
+        """Stop everything started so far; each step is bounded in time.
+
+        Sources first (control API, gateway, schedules, SQS pollers), then the requests still in
+        flight are drained, then the workers and the logs they write to, moto last.
+        """
         steps: list[tuple[str, Callable[[], None]]] = [
             ("control API", self._stop_control),
             ("alarm evaluation", self._stop_cloudwatch),
-            ("gateway", self._stop_gateway),
+            ("gateway", self._stop_accepting),
             ("schedules", self._stop_schedules),
             ("SQS pollers", self._stop_pollers),
             ("event pipes and bus", self._stop_result_events),
+            ("requests in flight", self._drain_gateway),
             ("function workers", self._stop_pools),
+            ("gateway access log", self._close_access_log),
             ("moto", self._stop_moto),
         ]
         for name, step in steps:
@@ -214,6 +224,10 @@ class LocalStack:
             return {"states": {}, "history": [], "alarms": {}}
         return self._cloudwatch.report()
 
+    def requests_in_flight(self) -> int:
+        """Gateway requests read and not answered yet (waiting for a worker, or running)."""
+        return self._gateway.requests_in_flight if self._gateway is not None else 0
+
     def faults(self) -> list[FaultRule]:
         with self._faults_lock:
             return list(self._faults)
@@ -235,6 +249,7 @@ class LocalStack:
         return {
             "status": "ok",
             "gateway_up": self._gateway is not None and self._gateway.is_up,
+            "gateway_requests_in_flight": self.requests_in_flight(),
             "functions": {name: pool.stats.to_json() for name, pool in self._pools.items()},
             "schedules": dict(self._schedules.fired) if self._schedules else {},
             "queues": {
@@ -338,7 +353,9 @@ class LocalStack:
             self._pools[logical_id] = FunctionPool(
                 spec=spec,
                 environment=environment,
-                size=self.options.workers_per_function,
+                size=self.options.workers_by_function.get(
+                    logical_id, self.options.workers_per_function
+                ),
                 log_path=log_dir / f"{logical_id}.log",
                 calls=self.calls,
                 current_faults=self.faults,
@@ -463,11 +480,22 @@ class LocalStack:
         if self._cloudwatch is not None:
             self._cloudwatch.stop(_TRIGGER_STOP_SECONDS)
 
-    def _stop_gateway(self) -> None:
+    def _stop_accepting(self) -> None:
         if self._gateway is not None:
             self._gateway.set_up(False)
+
+    def _drain_gateway(self) -> None:
+        if self._gateway is not None:
+            left = self._gateway.drain(_DRAIN_SECONDS)
+            if left:
+                logger.warning("%d requests still in flight after %.0fs", left, _DRAIN_SECONDS)
+
+    def _close_access_log(self) -> None:
+        if self._gateway is not None:
+            self._gateway.close_access_log()
             self._gateway = None
-        if self._access_log is not None:
+            self._access_log = None
+        elif self._access_log is not None:
             self._access_log.close()
             self._access_log = None
 

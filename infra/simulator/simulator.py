@@ -119,6 +119,10 @@ class Simulator:
         """Every task with its fate and pingback attempts (the body of GET /_sim/tasks)."""
         return self._registry.to_json(time.time())
 
+    def task_ids(self) -> list[str]:
+        """The id of every task accepted so far (cheap: for callers that need no more)."""
+        return self._registry.task_ids()
+
     def stats(self) -> dict[str, dict[str, int]]:
         """Request and pingback counters (the body of GET /_sim/stats)."""
         return self._counters.snapshot()

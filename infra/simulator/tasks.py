@@ -113,6 +113,10 @@ class TaskRegistry:
             task.reports.append(kind)
             return True
 
+    def task_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._tasks)
+
     def to_json(self, now: float) -> list[dict[str, Any]]:
         with self._lock:
             return [task.to_json(now) for task in self._tasks.values()]
