@@ -51,18 +51,11 @@ class Variant:
     key: str
     label: str
     overrides: dict[str, str] = field(default_factory=dict)
-    at_defaults: bool = True
 
 
 VARIANTS = (
     Variant("defaults_ids", "template defaults, ids= batching on"),
     Variant("defaults_single", "template defaults, ids= off", {"ProviderBatchIds": "false"}),
-    Variant(
-        "what_if_first_poll_30s",
-        "what-if (NOT the defaults): CallbackTimeoutSeconds=30, ids= on",
-        {"CallbackTimeoutSeconds": "30"},
-        at_defaults=False,
-    ),
 )
 
 
@@ -336,8 +329,6 @@ def _headlines(figures: dict[str, dict[str, Any]]) -> list[Headline]:
         "res_get_requests_per_task", "defaults_ids", "defaults_single", "delivered"
     )
     wrong = sum(f["called_usable_but_was_not"] for f in figures.values())
-    what_if = figures["what_if_first_poll_30s/lost"]
-    what_if_extra = figures["what_if_first_poll_30s/delivered"]["res_get_requests_per_task"]
     cadence = figures["defaults_ids/lost"]
     worst_p95 = max(p for p in (p95_on, p95_off) if p is not None) if p95_on and p95_off else None
     worst_extra = max(extra_on, extra_off)
@@ -363,10 +354,6 @@ def _headlines(figures: dict[str, dict[str, Any]]) -> list[Headline]:
             str(wrong),
             "0",
             wrong == 0,
-        ),
-        Headline(
-            "what-if first poll at 30 s (not the defaults): p95 age lost / extra res.php delivered",
-            f"{_seconds(what_if['true_age_p95_seconds'])} / {number(what_if_extra)}",
         ),
         Headline(
             "checking cadence (1 s worker GETs + poller), defaults, all lost: Lambda s / USD per"
