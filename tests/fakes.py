@@ -352,6 +352,7 @@ class FakeProvider:
     answers: dict[str, str] = field(default_factory=dict)
     next_task_id: int = 70000000001
     submitted: list[tuple[str, str]] = field(default_factory=list)
+    submitted_requests: list[object] = field(default_factory=list)
     requests: list[list[str]] = field(default_factory=list)
     failure: Callable[[], Exception] | None = None
     refuse_batches: int = 0
@@ -364,6 +365,7 @@ class FakeProvider:
         task_id = str(self.next_task_id)
         self.next_task_id += 1
         self.submitted.append((task_id, pingback_url))
+        self.submitted_requests.append(request)
         return task_id
 
     def get_results(self, task_ids: Sequence[str]) -> dict[str, ProviderAnswer]:

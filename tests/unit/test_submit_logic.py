@@ -8,7 +8,7 @@ from pingback_guard.domain.errors import (
     StoreUnavailableError,
     TaskNotRecordedError,
 )
-from pingback_guard.domain.task import DeliveryPath, TaskResult, TaskStatus
+from pingback_guard.domain.task import CaptchaRequest, DeliveryPath, TaskResult, TaskStatus
 from pingback_guard.logic.submit import (
     InvalidSubmissionError,
     IssuedPingback,
@@ -187,3 +187,22 @@ def test_a_pre_seeded_result_is_discarded_and_reported_at_submit() -> None:
 def test_non_text_and_unencodable_values_are_refused(document: dict[str, object]) -> None:
     with pytest.raises(InvalidSubmissionError):
         parse_submission(document)
+
+
+def test_proxy_credentials_and_cookies_go_to_the_provider_and_are_never_kept() -> None:
+    """Given a submit with a proxy login and the site's cookies, when the table takes it and
+    when it is down, then only the provider ever sees them."""
+    secrets = {"proxy": "login:password@proxy.test:3128", "proxytype": "HTTP", "cookies": "sid=1"}
+    document = {**VALID, "extras": {"version": "v3", **secrets}}
+    store, provider, dlq = InMemoryTaskStore(), FakeProvider(), FakeDeadLetterQueue()
+    kept = service(store, provider).submit(parse_submission(document), PINGBACK, OWNER)
+    stored = store.get(kept.task_id)
+    assert stored is not None and stored.request is not None
+    assert "proxy" not in stored.request.extras and "cookies" not in stored.request.extras
+    assert stored.request.extras["proxytype"] == "HTTP"
+    (sent,) = provider.submitted_requests
+    assert isinstance(sent, CaptchaRequest) and sent.extras["proxy"] == secrets["proxy"]
+    store.fail_next.extend([unavailable() for _ in range(4)])
+    queued = service(store, provider, dlq).submit(parse_submission(document), PINGBACK, OWNER)
+    assert "proxy" not in queued.request.extras
+    assert all("password" not in repr(message) for message, _ in dlq.sent)

@@ -33,6 +33,10 @@ REQUEST_EXTRA_FIELDS = frozenset(
         "pagedata",
     }
 )
+# Sent to the provider with the submit, never kept: proxy credentials (login:password@host:port)
+# and the target site's cookies would otherwise sit in the table and in queue messages for the
+# whole TTL.
+SECRET_EXTRA_FIELDS = frozenset({"proxy", "cookies"})
 
 
 class TaskStatus(StrEnum):
@@ -146,6 +150,13 @@ class CaptchaRequest:
     sitekey: str
     page_url: str
     extras: dict[str, str] = field(default_factory=dict)
+
+    def without_secrets(self) -> CaptchaRequest:
+        """What the stack keeps of the request: everything but SECRET_EXTRA_FIELDS."""
+        kept = {
+            name: value for name, value in self.extras.items() if name not in SECRET_EXTRA_FIELDS
+        }
+        return CaptchaRequest(self.method, self.sitekey, self.page_url, kept)
 
 
 @dataclass(frozen=True)

@@ -97,9 +97,10 @@ class RegisterService:
     ) -> RegistrationOutcome:
         """Raises StoreError when the table cannot answer: the worker retries (idempotent)."""
         now = self._clock()
+        kept = registration.request.without_secrets()
         task = NewTask(
             registration.task_id,
-            registration.request,
+            kept,
             now,
             now
             + first_poll_delay(
@@ -115,7 +116,7 @@ class RegisterService:
             return RegistrationOutcome.CREATED
         existing = self._store.get(registration.task_id)
         same = existing is not None and (existing.request, existing.nonce, existing.owner) == (
-            registration.request,
+            kept,
             nonce,
             owner,
         )

@@ -143,7 +143,7 @@ class SubmitService:
         )
         task = NewTask(
             task_id,
-            request,
+            request.without_secrets(),
             submitted_at,
             submitted_at + first_poll_after,
             nonce=pingback.nonce,
