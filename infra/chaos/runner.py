@@ -165,19 +165,22 @@ class ChaosRun:
         submits = SubmitLog()
         self._forgeries = ForgeryLog()
         background = [
-            threading.Thread(
-                target=forge_callbacks,
-                # The attack lasts as long as the workload: the drain waits for the gateway to
-                # have no request in flight.
-                args=(
-                    info.api_url,
-                    lambda: [(str(t["id"]), t.get("pingback_url")) for t in simulator.tasks()],
-                    self._forgeries,
-                    self._workload_over,
-                ),
-            ),
-            threading.Thread(target=self._apply_faults, args=(stack, baseline_parts, started)),
+            threading.Thread(target=self._apply_faults, args=(stack, baseline_parts, started))
         ]
+        if self.scenario.attacker:
+            background.append(
+                threading.Thread(
+                    target=forge_callbacks,
+                    # The attack lasts as long as the workload: the drain waits for the gateway
+                    # to have no request in flight.
+                    args=(
+                        info.api_url,
+                        lambda: [(str(t["id"]), t.get("pingback_url")) for t in simulator.tasks()],
+                        self._forgeries,
+                        self._workload_over,
+                    ),
+                )
+            )
         alarm_inbox = subscribe_queue_to_alarms(info)
         injector = self._alarm_injector(stack, simulator)
         if injector is not None:

@@ -70,6 +70,8 @@ class Scenario:
     """How often the run looks at the table, the queues and the truth (a Scan of the table)."""
     alarm_faults: AlarmFaults | None = None
     """None: a clean run, in which no alarm may fire."""
+    attacker: bool = True
+    """Forged pingbacks (other tasks' URLs, future ids, made-up secrets) during the workload."""
 
     @property
     def faults_end(self) -> float:
@@ -192,6 +194,7 @@ CLEAN = replace(
     late_pending_rate=0.0,
     simulator={**CI.simulator, "unsolvable_rate": 0.0, "faults": {}},
     alarm_faults=None,
+    attacker=False,
 )
 
 

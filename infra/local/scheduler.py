@@ -1,8 +1,8 @@
 """Fires the template's rate() schedules, their period divided by the time scale.
 
-Invocations of one schedule never overlap locally (a late one fires as soon as the previous
-ends); failed scheduled invocations are not retried (Lambda's asynchronous retries are not
-emulated).
+Each fire is an asynchronous invocation, as EventBridge Scheduler's is: a long invocation does
+not hold the next one back (the function's own workers bound how many run at once). Failed
+scheduled invocations are not retried (Lambda's asynchronous retries are not emulated).
 """
 
 import json
@@ -70,23 +70,23 @@ class ScheduleRunner:
         period = schedule.interval_seconds / self._time_scale
         next_fire = time.monotonic() + period
         while not self._stopping.wait(max(0.0, next_fire - time.monotonic())):
-            if schedule.logical_id in self._paused:
-                next_fire = max(next_fire + period, time.monotonic())
-                continue
-            fired_at = time.time()
-            try:
-                invocation = self._invoke(
-                    schedule.function, scheduled_event(schedule, self._region, fired_at)
-                )
-            except PoolClosed:
-                return
-            self.fired[schedule.logical_id] += 1
-            if not invocation.ok and not self._stopping.is_set():  # a stop ends its invocation
-                error = invocation.error or {}
-                logger.warning(
-                    "%s: scheduled invocation failed: %s: %s (trace in the function's log)",
-                    schedule.logical_id,
-                    error.get("errorType"),
-                    error.get("errorMessage"),
-                )
+            if schedule.logical_id not in self._paused:
+                self.fired[schedule.logical_id] += 1
+                threading.Thread(target=self._fire, args=(schedule,), daemon=True).start()
             next_fire = max(next_fire + period, time.monotonic())
+
+    def _fire(self, schedule: ScheduleSource) -> None:
+        try:
+            invocation = self._invoke(
+                schedule.function, scheduled_event(schedule, self._region, time.time())
+            )
+        except PoolClosed:
+            return
+        if not invocation.ok and not self._stopping.is_set():  # a stop ends its invocation
+            error = invocation.error or {}
+            logger.warning(
+                "%s: scheduled invocation failed: %s: %s (trace in the function's log)",
+                schedule.logical_id,
+                error.get("errorType"),
+                error.get("errorMessage"),
+            )

@@ -82,15 +82,15 @@ def test_every_final_transition_is_published_and_applied_exactly_once(stack: Loc
         usable_until=1120.5,
     )
     update(stack, "5001", reported="good", reported_at=1010.0)  # not a new result
-    # ... an EXPIRED task a late pingback solved, through the product's own store
+    # ... an EXPIRED task a late poll solved, through the product's own store
     update(stack, "5002", status="PENDING")
     store = DynamoDbTaskStore(
         stack.ready.aws_client("dynamodb"),
         TableSettings(stack.ready.tasks_table or "", "DueIndex", 8, 86400),
     )
     assert store.mark_expired("5002", now=2000.0)
-    store.record_result(TaskResult("5002", TOKEN, DeliveryPath.CALLBACK, 2010.0))
-    store.record_result(TaskResult("5002", TOKEN, DeliveryPath.POLL, 2011.0))  # duplicate
+    store.record_result(TaskResult("5002", TOKEN, DeliveryPath.POLL, 2010.0))
+    store.record_result(TaskResult("5002", TOKEN, DeliveryPath.READ_THROUGH, 2011.0))  # again
     # ... and a failure
     store.record_failure(TaskResult("5003", "ERROR_CAPTCHA_UNSOLVABLE", DeliveryPath.POLL, 3000.0))
 
@@ -117,7 +117,7 @@ def test_every_final_transition_is_published_and_applied_exactly_once(stack: Loc
         "solution": TOKEN,
     }
     late = next(d for d in details if d["task_id"] == "5002" and d["status"] == "SOLVED")
-    assert (late["previous_status"], late["delivered_via"]) == ("EXPIRED", "callback")
+    assert (late["previous_status"], late["delivered_via"]) == ("EXPIRED", "poll")
     health = stack.health()
     assert health["event_bus"]["dropped"] == 0
     assert health["event_pipes"]["ResultEventsPipe"]["dead_lettered_batches"] == 0

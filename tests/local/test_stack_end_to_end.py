@@ -212,7 +212,8 @@ def test_one_tasks_pingback_url_decides_no_other_task_and_no_future_task(
     for task_id in (task_b, task_c):
         view = solved_view(stack, task_id, timeout=60)
         assert view["solution"] == truth(simulator, task_id)["code"]
-        assert view["delivered_via"] == "poll"
+        # Recovered by the stack's own res.php checks (the poller or a waiting worker's GET).
+        assert view["delivered_via"] in {"poll", "read_through"}
     # An id nobody registered keeps the forged code only provisionally, and no worker sees it.
     unregistered = next(task_id for task_id in future_ids if task_id != task_c)
     assert (
