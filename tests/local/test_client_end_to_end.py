@@ -186,6 +186,23 @@ def test_a_task_submitted_with_the_2captcha_sdk_request_shape_is_protected_once_
     with pytest.raises(ApiError) as conflict:
         client.register(task_id, pingback, "hcaptcha", SITEKEY, PAGE_URL)
     assert conflict.value.status == 409
-    solution = client.wait(task_id, timeout=90)
+    # Nobody asks for it: the scheduled poller alone recovers the lost pingback's result.
+    stored = wait_for_status(stack, task_id, "SOLVED", timeout=120)
+    assert stored["delivered_via"]["S"] == "poll"
+    solution = client.wait(task_id, timeout=30)
     assert solution.token == truth(simulator, task_id)["code"]
     assert [d["outcome"] for d in truth(simulator, task_id)["deliveries"]] == ["dropped"]
+
+
+def wait_for_status(stack: LocalStack, task_id: str, status: str, timeout: float) -> Any:
+    """The task's item once it has ``status``, read from the table (a GET would read through)."""
+    table = stack.ready.aws_client("dynamodb")
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        item = table.get_item(
+            TableName=stack.ready.tasks_table, Key={"task_id": {"S": task_id}}, ConsistentRead=True
+        ).get("Item")
+        if item and item["status"]["S"] == status:
+            return item
+        time.sleep(1)
+    raise AssertionError(f"task {task_id} not {status} after {timeout} s")
