@@ -53,9 +53,10 @@ def dynamo_store(dynamodb: Any, table_settings: TableSettings) -> DynamoDbTaskSt
     return DynamoDbTaskStore(dynamodb, table_settings)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dynamodb_local() -> Iterator[DynamoDbLocal]:
-    """AWS's own engine, once per session: the store contract runs against it too."""
+    """AWS's own engine, once per module that uses it (the store contract), stopped after it:
+    later suites check that every process they start is gone."""
     with DynamoDbLocal() as engine:
         yield engine
 
