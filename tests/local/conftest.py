@@ -35,7 +35,7 @@ def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack
     finally:
         stack.stop()
         os.environ.pop(LEAK_SENTINEL, None)
-        wait_until(lambda: not child_pids(), timeout=30)
+        wait_until(lambda: not child_pids(), timeout=10)
 
 
 @pytest.fixture

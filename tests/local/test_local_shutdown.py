@@ -53,4 +53,4 @@ def test_stop_answers_requests_in_flight_then_closes_the_logs_and_leaves_nothing
     assert "closed file" not in captured.err
     left = [t for t in set(threading.enumerate()) - threads_before if t.is_alive()]
     assert not [t for t in left if not t.daemon], left
-    wait_until(lambda: not child_pids(), timeout=30)
+    wait_until(lambda: not child_pids(), timeout=10)
