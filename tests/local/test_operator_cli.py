@@ -99,19 +99,31 @@ def test_status_counts_pending_and_due_tasks_from_the_index_and_lists_alarms(
         put_task(stack, status="PENDING", due_shard=shard, due_at=now - 5)
     put_task(stack, status="PENDING", due_shard="5", due_at=now + 600)
     put_task(stack, status="SOLVED", solution=TOKEN)
+    # A parked message: the local alarm evaluation puts the parking alarm into ALARM (a state set by
+    # hand would be evaluated back to OK within a scaled period).
     alarm = f"{stack.ready.stack_name}-parking-queue-messages"
-    stack.ready.aws_client("cloudwatch").set_alarm_state(
-        AlarmName=alarm, StateValue="ALARM", StateReason="test"
-    )
-    code, out, _ = cli(stack, capsys, "status", "--json")
-    after = json.loads(out)
-    assert code == 0
+    sqs = stack.ready.aws_client("sqs")
+    sqs.send_message(QueueUrl=stack.ready.parking_queue_url, MessageBody='{"kind": "test"}')
+
+    def alarmed() -> dict[str, Any] | None:
+        code, out, _ = cli(stack, capsys, "status", "--json")
+        assert code == 0
+        found: dict[str, Any] = json.loads(out)
+        return found if found["alarms_in_alarm"] == [alarm] else None
+
+    after = wait_until(alarmed, timeout=30, interval=0.5)
     assert (after["pending"] - before["pending"], after["due"] - before["due"]) == (3, 2)
     assert after["alarms_in_alarm"] == [alarm] and after["healthy"] is False
     assert set(after["last_hour"]) == {"recovered", "expired", "conflict", "503"}
     assert [q["name"] for q in after["queues"]] == ["dead-letter", "parking"]
     code, table, _ = cli(stack, capsys, "status")
     assert code == 0 and "needs attention" in table and alarm in table and "due now" in table
+    for message in sqs.receive_message(
+        QueueUrl=stack.ready.parking_queue_url, MaxNumberOfMessages=10
+    ).get("Messages", []):
+        sqs.delete_message(
+            QueueUrl=stack.ready.parking_queue_url, ReceiptHandle=message["ReceiptHandle"]
+        )
     calls = stack.calls_report()["counts"]
     assert not [c for c in calls if c["operation"] == "Scan"]
 
