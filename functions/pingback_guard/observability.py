@@ -3,6 +3,7 @@
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
+from pingback_guard.domain.task import NewTask
 from pingback_guard.logic.results import Delivery
 
 logger = Logger()
@@ -23,3 +24,9 @@ def emit_delivery(delivery: Delivery) -> None:
         metric.add_dimension(name="delivery_path", value=delivery.path.value)
     if not delivery.usable:
         metrics.add_metric(name="TokenDeliveredUnusable", unit=MetricUnit.Count, value=1)
+
+
+def count_provisional_discarded(task: NewTask) -> None:
+    """A result with another nonce (or none) sat under this new task's id: forged or stale."""
+    metrics.add_metric(name="ProvisionalResultDiscarded", unit=MetricUnit.Count, value=1)
+    logger.warning("provisional result discarded", extra={"task_id": task.task_id})

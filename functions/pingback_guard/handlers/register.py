@@ -13,7 +13,6 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import SecretUnavailableError, StoreError
-from pingback_guard.domain.task import NewTask
 from pingback_guard.handlers.principal import caller_principal
 from pingback_guard.handlers.responses import InvalidBodyError, json_body, json_response
 from pingback_guard.logic.callback import CallbackAuthenticator
@@ -24,7 +23,7 @@ from pingback_guard.logic.register import (
     parse_registration,
 )
 from pingback_guard.logic.submit import issue_pingback
-from pingback_guard.observability import logger, metrics, tracer
+from pingback_guard.observability import count_provisional_discarded, logger, metrics, tracer
 from pingback_guard.settings import RegisterSettings
 from pingback_guard.wiring import callback_secrets_reader, dynamodb_client
 
@@ -40,11 +39,6 @@ read_callback_secrets = callback_secrets_reader(
     settings.callback_secret_id, settings.secret_cache_seconds
 )
 authenticator = CallbackAuthenticator(read_callback_secrets)
-
-
-def count_provisional_discarded(task: NewTask) -> None:
-    metrics.add_metric(name="ProvisionalResultDiscarded", unit=MetricUnit.Count, value=1)
-    logger.warning("provisional result discarded", extra={"task_id": task.task_id})
 
 
 service = RegisterService(

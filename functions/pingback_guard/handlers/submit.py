@@ -17,7 +17,7 @@ from pingback_guard.domain.errors import (
     SecretUnavailableError,
     TaskNotRecordedError,
 )
-from pingback_guard.domain.task import CaptchaRequest, NewTask
+from pingback_guard.domain.task import CaptchaRequest
 from pingback_guard.handlers.principal import caller_principal
 from pingback_guard.handlers.responses import InvalidBodyError, json_body, json_response
 from pingback_guard.logic.submit import (
@@ -26,7 +26,7 @@ from pingback_guard.logic.submit import (
     issue_pingback,
     parse_submission,
 )
-from pingback_guard.observability import logger, metrics, tracer
+from pingback_guard.observability import count_provisional_discarded, logger, metrics, tracer
 from pingback_guard.provider.wiring import captchaai_client
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
 from pingback_guard.settings import SubmitSettings
@@ -40,12 +40,6 @@ settings = SubmitSettings.from_env(os.environ)
 read_callback_secrets = callback_secrets_reader(
     settings.callback_secret_id, settings.secret_cache_seconds
 )
-
-
-def count_provisional_discarded(task: NewTask) -> None:
-    """A result with another nonce (or none) sat under this new task's id: forged or stale."""
-    metrics.add_metric(name="ProvisionalResultDiscarded", unit=MetricUnit.Count, value=1)
-    logger.warning("provisional result discarded", extra={"task_id": task.task_id})
 
 
 service = SubmitService(
