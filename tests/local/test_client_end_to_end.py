@@ -38,7 +38,7 @@ GATEWAY_NOT_FOUND = {"message": "Not Found"}
 
 @pytest.fixture(scope="module")
 def simulator() -> Iterator[Simulator]:
-    sim = Simulator(
+    with Simulator(
         SimulatorConfig.from_mapping(
             {
                 "seed": 11,
@@ -46,10 +46,8 @@ def simulator() -> Iterator[Simulator]:
                 "unsolvable_rate": 0,
             }
         )
-    )
-    sim.start()
-    yield sim
-    sim.stop()
+    ) as sim:
+        yield sim
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ SLACK = 1.5  # one GET period, a request's latency and the two processes' clocks
 
 @pytest.fixture(scope="module")
 def simulator() -> Iterator[Simulator]:
-    sim = Simulator(
+    with Simulator(
         SimulatorConfig.from_mapping(
             {
                 "seed": 11,
@@ -42,10 +42,8 @@ def simulator() -> Iterator[Simulator]:
                 "faults": {"pingback_drop_rate": 1.0},
             }
         )
-    )
-    sim.start()
-    yield sim
-    sim.stop()
+    ) as sim:
+        yield sim
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ TASK = {
 
 @pytest.fixture(scope="module")
 def simulator() -> Iterator[Simulator]:
-    sim = Simulator(
+    with Simulator(
         SimulatorConfig.from_mapping(
             {
                 "seed": 7,
@@ -36,10 +36,8 @@ def simulator() -> Iterator[Simulator]:
                 "unsolvable_rate": 0,
             }
         )
-    )
-    sim.start()
-    yield sim
-    sim.stop()
+    ) as sim:
+        yield sim
 
 
 @pytest.fixture(scope="module")
