@@ -24,13 +24,16 @@ from result_consumer.settings import ConsumerSettings
 
 logger = Logger()
 settings = ConsumerSettings.from_env(os.environ)
-persistence = DynamoDBPersistenceLayer(table_name=settings.idempotency_table_name)
+dynamodb = boto3.client("dynamodb")
+persistence = DynamoDBPersistenceLayer(
+    table_name=settings.idempotency_table_name, boto3_client=dynamodb
+)
 idempotency = IdempotencyConfig(
     event_key_jmespath="detail.[task_id, status]",
     raise_on_no_idempotency_key=True,
     expires_after_seconds=settings.idempotency_seconds,
 )
-applied = AppliedResults(boto3.client("dynamodb"), settings.applied_table_name)
+applied = AppliedResults(dynamodb, settings.applied_table_name)
 
 
 @logger.inject_lambda_context(log_event=False, clear_state=True)
@@ -38,6 +41,8 @@ applied = AppliedResults(boto3.client("dynamodb"), settings.applied_table_name)
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     result = ResultEvent.from_event(event)
     logger.append_keys(task_id=result.task_id)
-    applied.apply(result)
-    logger.info("result applied", extra={"status": result.status, "via": result.delivered_via})
+    if applied.apply(result):
+        logger.info("result applied", extra={"status": result.status, "via": result.delivered_via})
+    else:
+        logger.warning("result already applied: repeat refused", extra={"status": result.status})
     return {"task_id": result.task_id, "status": result.status, "applied": True}

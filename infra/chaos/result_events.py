@@ -30,10 +30,15 @@ class ResultEventsVerdict:
     published_results: int = 0
     events_published: int = 0
     applied_once: int = 0
+    # Re-runs the Idempotency utility let through (its record was not saved after the effect)
+    # that the consumer's conditional effect refused.
+    repeats_refused: int = 0
     not_published: list[str] = field(default_factory=list)
     not_applied: list[str] = field(default_factory=list)
     applied_more_than_once: list[str] = field(default_factory=list)
     applied_without_event: list[str] = field(default_factory=list)
+    # Results of ids no worker registered (kept provisionally, maybe forged): never published.
+    published_unregistered: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -42,6 +47,7 @@ class ResultEventsVerdict:
             or self.not_applied
             or self.applied_more_than_once
             or self.applied_without_event
+            or self.published_unregistered
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -61,7 +67,12 @@ def result_events_report(
     stack: LocalStack, info: ReadyInfo, items: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Any]:
     published = [event["detail"] for event in stack.published_events()]
-    return judge_result_events(items, published, applied_counts(info)).to_json()
+    records = applied_records(info)
+    verdict = judge_result_events(items, published, applied_counts(records))
+    verdict.repeats_refused = sum(
+        int(item.get("repeats_refused", {}).get("N", 0)) for item in records
+    )
+    return verdict.to_json()
 
 
 def judge_result_events(
@@ -69,10 +80,11 @@ def judge_result_events(
     published: Iterable[Mapping[str, Any]],
     applied: Mapping[ResultKey, int],
 ) -> ResultEventsVerdict:
+    registered = {task_id for task_id, item in items.items() if "submitted_at" in item}
     finals = {
-        (task_id, str(item["status"]))
-        for task_id, item in items.items()
-        if item.get("status") in FINAL_STATUSES
+        (task_id, str(items[task_id]["status"]))
+        for task_id in registered
+        if items[task_id].get("status") in FINAL_STATUSES
     }
     events = Counter((str(d.get("task_id")), str(d.get("status"))) for d in published)
     # A task can have had two final results (EXPIRED, then SOLVED): each is one to apply.
@@ -86,24 +98,29 @@ def judge_result_events(
     verdict.not_applied = _named(key for key in results if applied.get(key, 0) == 0)
     verdict.applied_more_than_once = _named(key for key in results if applied.get(key, 0) > 1)
     verdict.applied_without_event = _named(set(applied) - set(events))
+    verdict.published_unregistered = _named(key for key in events if key[0] not in registered)
     verdict.applied_once = sum(1 for key in results if applied.get(key, 0) == 1)
     return verdict
 
 
-def applied_counts(info: ReadyInfo) -> dict[ResultKey, int]:
-    """The example consumer's own record: applications per (task id, final status)."""
+def applied_records(info: ReadyInfo) -> list[dict[str, Any]]:
+    """The example consumer's own record of the results it applied."""
     resource = info.resources.get(APPLIED_TABLE)
     if resource is None:
-        return {}
+        return []
     pages = (
         info.aws_client("dynamodb")
         .get_paginator("scan")
         .paginate(TableName=resource["physical_id"])
     )
+    return [item for page in pages for item in page.get("Items", [])]
+
+
+def applied_counts(records: Iterable[Mapping[str, Any]]) -> dict[ResultKey, int]:
+    """Applications per (task id, final status)."""
     return {
         (item["task_id"]["S"], item["status"]["S"]): int(item["applied_count"]["N"])
-        for page in pages
-        for item in page.get("Items", [])
+        for item in records
     }
 
 
@@ -114,7 +131,9 @@ def summary_line(report: Mapping[str, Any] | None) -> str:
         f"  result events: {report['final_results']} final results, {report['published_results']}"
         f" published ({report['events_published']} events, duplicates injected), applied once"
         f" {report['applied_once']}; not published {len(report['not_published'])}, not applied"
-        f" {len(report['not_applied'])}, applied twice {len(report['applied_more_than_once'])}"
+        f" {len(report['not_applied'])}, applied twice {len(report['applied_more_than_once'])},"
+        f" published for unregistered ids {len(report['published_unregistered'])};"
+        f" repeats refused by the consumer's conditional effect {report.get('repeats_refused', 0)}"
     )
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from infra.chaos.result_events import judge_result_events, summary_line
 
 ITEMS = {
-    "1": {"status": "SOLVED"},
-    "2": {"status": "FAILED"},
-    "3": {"status": "SOLVED"},  # was EXPIRED first: two results
-    "4": {"status": "PENDING"},
+    "1": {"status": "SOLVED", "submitted_at": 1.0},
+    "2": {"status": "FAILED", "submitted_at": 1.0},
+    "3": {"status": "SOLVED", "submitted_at": 1.0},  # was EXPIRED first: two results
+    "4": {"status": "PENDING", "submitted_at": 1.0},
+    "5": {"status": "SOLVED"},  # kept provisionally for an id nobody registered
 }
 
 
@@ -45,3 +46,16 @@ def test_unpublished_unapplied_and_doubly_applied_results_fail() -> None:
     assert verdict.not_applied == ["2:FAILED", "3:SOLVED"]
     assert verdict.applied_more_than_once == ["1:SOLVED"]
     assert verdict.applied_without_event == ["9:SOLVED"]
+
+
+def test_a_result_published_for_an_unregistered_id_fails() -> None:
+    # Given a (maybe forged) result kept for id 5, which no worker registered, reached the bus
+    published = [detail("1", "SOLVED"), detail("2", "FAILED"), detail("3", "SOLVED")]
+    published.append(detail("5", "SOLVED"))
+    applied = {("1", "SOLVED"): 1, ("2", "FAILED"): 1, ("3", "SOLVED"): 1, ("5", "SOLVED"): 1}
+
+    verdict = judge_result_events(ITEMS, published, applied)
+
+    assert not verdict.passed
+    assert verdict.published_unregistered == ["5:SOLVED"]
+    assert verdict.final_results == 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from types import ModuleType
@@ -12,7 +13,10 @@ from typing import Any
 
 import boto3
 import pytest
-from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyKeyError
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyKeyError,
+    IdempotencyPersistenceLayerError,
+)
 from botocore.exceptions import EndpointConnectionError
 from moto import mock_aws
 
@@ -81,6 +85,16 @@ def applied_counts() -> dict[tuple[str, str], int]:
     }
 
 
+def repeats_refused() -> dict[tuple[str, str], int]:
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    items = client.scan(TableName=APPLIED_TABLE)["Items"]
+    return {
+        (item["task_id"]["S"], item["status"]["S"]): int(item["repeats_refused"]["N"])
+        for item in items
+        if "repeats_refused" in item
+    }
+
+
 def test_the_same_event_delivered_twice_is_applied_once(consumer: ModuleType) -> None:
     event = result_event("1001", "SOLVED")
 
@@ -124,7 +138,7 @@ def test_a_failed_apply_is_applied_once_when_the_event_comes_again(
     def unavailable(**_: Any) -> None:
         raise EndpointConnectionError(endpoint_url="https://dynamodb.test")
 
-    events = consumer.applied._client.meta.events
+    events = consumer.dynamodb.meta.events
     events.register("before-send.dynamodb.UpdateItem", unavailable)
     with pytest.raises(ApplyFailed):
         consumer.handler(event, FakeLambdaContext())
@@ -135,6 +149,32 @@ def test_a_failed_apply_is_applied_once_when_the_event_comes_again(
     consumer.handler(event, FakeLambdaContext())
 
     assert applied_counts() == {("1004", "SOLVED"): 1}
+
+
+def test_a_rerun_after_the_idempotency_record_was_not_saved_applies_nothing_again(
+    consumer: ModuleType,
+) -> None:
+    # Given the effect was applied, then the table became unreachable before Powertools saved
+    # its completed record: the record stays in progress until the invocation's time is up
+    event = result_event("1005", "SOLVED")
+
+    def idempotency_table_unavailable(params: dict[str, Any], **_: Any) -> None:
+        if params.get("TableName") == IDEMPOTENCY_TABLE:
+            raise EndpointConnectionError(endpoint_url="https://dynamodb.test")
+
+    hook = "before-parameter-build.dynamodb.UpdateItem"
+    consumer.dynamodb.meta.events.register(hook, idempotency_table_unavailable)
+    with pytest.raises(IdempotencyPersistenceLayerError):
+        consumer.handler(event, FakeLambdaContext(timeout_seconds=0.05))
+    consumer.dynamodb.meta.events.unregister(hook, idempotency_table_unavailable)
+    time.sleep(0.1)
+
+    # When the retry runs the handler again after the in-progress expiry
+    consumer.handler(event, FakeLambdaContext())
+
+    # Then the conditional effect refused the repeat
+    assert applied_counts() == {("1005", "SOLVED"): 1}
+    assert repeats_refused() == {("1005", "SOLVED"): 1}
 
 
 def test_an_event_without_a_result_is_refused_and_applies_nothing(

@@ -69,7 +69,13 @@ def published(stack: LocalStack) -> list[dict[str, Any]]:
 def test_every_final_transition_is_published_and_applied_exactly_once(stack: LocalStack) -> None:
     # Given a read-through result with every contract attribute
     update(
-        stack, "5001", status="PENDING", owner=OWNER, nonce="bm9uY2U", token_lifetime_seconds=120.0
+        stack,
+        "5001",
+        status="PENDING",
+        owner=OWNER,
+        nonce="bm9uY2U",
+        token_lifetime_seconds=120.0,
+        submitted_at=990.0,
     )
     update(
         stack,
@@ -83,7 +89,7 @@ def test_every_final_transition_is_published_and_applied_exactly_once(stack: Loc
     )
     update(stack, "5001", reported="good", reported_at=1010.0)  # not a new result
     # ... an EXPIRED task a late poll solved, through the product's own store
-    update(stack, "5002", status="PENDING")
+    update(stack, "5002", status="PENDING", submitted_at=1990.0)
     store = DynamoDbTaskStore(
         stack.ready.aws_client("dynamodb"),
         TableSettings(stack.ready.tasks_table or "", "DueIndex", 8, 86400),
@@ -92,6 +98,7 @@ def test_every_final_transition_is_published_and_applied_exactly_once(stack: Loc
     store.record_result(TaskResult("5002", TOKEN, DeliveryPath.POLL, 2010.0))
     store.record_result(TaskResult("5002", TOKEN, DeliveryPath.READ_THROUGH, 2011.0))  # again
     # ... and a failure
+    update(stack, "5003", status="PENDING", submitted_at=2990.0)
     store.record_failure(TaskResult("5003", "ERROR_CAPTCHA_UNSOLVABLE", DeliveryPath.POLL, 3000.0))
 
     expected = {("5001", "SOLVED"), ("5002", "EXPIRED"), ("5002", "SOLVED"), ("5003", "FAILED")}
@@ -123,9 +130,28 @@ def test_every_final_transition_is_published_and_applied_exactly_once(stack: Loc
     assert health["event_pipes"]["ResultEventsPipe"]["dead_lettered_batches"] == 0
 
 
+def test_a_result_kept_for_an_unregistered_id_is_not_published(stack: LocalStack) -> None:
+    # Given a pingback with a capability stored a result for an id nobody registered yet
+    store = DynamoDbTaskStore(
+        stack.ready.aws_client("dynamodb"),
+        TableSettings(stack.ready.tasks_table or "", "DueIndex", 8, 86400),
+    )
+    store.record_result(TaskResult("5010", TOKEN, DeliveryPath.CALLBACK, 4000.0, nonce="Zm9yZ2Vk"))
+    # When a registered task's result follows it on the stream
+    update(stack, "5011", status="PENDING", submitted_at=3990.0)
+    update(stack, "5011", status="SOLVED", solution=TOKEN, delivered_via="callback")
+    wait_until(lambda: ("5011", "SOLVED") in applied_counts(stack), timeout=60)
+    wait_until(stack.result_events_settled, timeout=30)
+
+    # Then only the registered one reached the bus
+    assert "5010" not in {d["task_id"] for d in published(stack)}
+
+
 def test_the_bus_is_an_output_and_no_event_reaches_a_log(stack: LocalStack) -> None:
     assert stack.ready.outputs["EventBusName"] == "pingback-guard-local-results"
-    update(stack, "5009", status="SOLVED", solution=TOKEN, delivered_via="callback")
+    update(
+        stack, "5009", status="SOLVED", solution=TOKEN, delivered_via="callback", submitted_at=1.0
+    )
     wait_until(lambda: ("5009", "SOLVED") in applied_counts(stack), timeout=60)
     for log in Path(stack.ready.log_dir).glob("*.log"):
         assert TOKEN not in log.read_text(errors="replace"), log.name

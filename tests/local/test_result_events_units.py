@@ -70,10 +70,14 @@ def record(
     }
 
 
-PENDING = image(task_id="4242", status="PENDING", owner=OWNER, nonce="bm9uY2U")
+SUBMITTED_AT = 1764532790.5
+PENDING = image(
+    task_id="4242", status="PENDING", owner=OWNER, nonce="bm9uY2U", submitted_at=SUBMITTED_AT
+)
 SOLVED = image(
     task_id="4242",
     status="SOLVED",
+    submitted_at=SUBMITTED_AT,
     solution=TOKEN,
     delivered_via="read_through",
     finished_after=1764532800.25,
@@ -82,16 +86,40 @@ SOLVED = image(
     owner=OWNER,
     nonce="bm9uY2U",
 )
-EXPIRED = image(task_id="4242", status="EXPIRED", error="EXPIRED_UNRECOVERED", received_at=900.0)
-FAILED = image(
-    task_id="4242", status="FAILED", error="ERROR_CAPTCHA_UNSOLVABLE", delivered_via="poll"
+EXPIRED = image(
+    task_id="4242",
+    status="EXPIRED",
+    error="EXPIRED_UNRECOVERED",
+    received_at=900.0,
+    submitted_at=SUBMITTED_AT,
 )
+FAILED = image(
+    task_id="4242",
+    status="FAILED",
+    error="ERROR_CAPTCHA_UNSOLVABLE",
+    delivered_via="poll",
+    submitted_at=SUBMITTED_AT,
+)
+UNREGISTERED = {name: value for name, value in SOLVED.items() if name != "submitted_at"}
+UNREGISTERED_FAILED = image(task_id="4242", status="FAILED", error="ERROR_WRONG_CAPTCHA_ID")
 
 
 @pytest.mark.parametrize(
     ("name", "stream_record", "published"),
     [
-        ("first write is the result", record("INSERT", SOLVED), True),
+        ("first write is a registered result", record("INSERT", SOLVED), True),
+        ("result kept for an unregistered id", record("INSERT", UNREGISTERED), False),
+        ("error kept for an unregistered id", record("INSERT", UNREGISTERED_FAILED), False),
+        (
+            "its own pingback came first, then registered",
+            record("MODIFY", SOLVED, UNREGISTERED),
+            True,
+        ),
+        (
+            "a forged result discarded at registration",
+            record("MODIFY", PENDING, UNREGISTERED),
+            False,
+        ),
         (
             "callback before PENDING, key-only insert",
             record("INSERT", image(task_id="4242")),
@@ -106,6 +134,11 @@ FAILED = image(
         ("SOLVED rewritten (report, duplicate)", record("MODIFY", SOLVED, SOLVED), False),
         ("poll rescheduled", record("MODIFY", PENDING, PENDING), False),
         ("old item had no status yet", record("MODIFY", SOLVED, image(task_id="4242")), True),
+        (
+            "unregistered, old item had no status yet",
+            record("MODIFY", UNREGISTERED, image(task_id="4242")),
+            False,
+        ),
         ("TTL deletion", record("REMOVE", None, SOLVED), False),
     ],
 )
@@ -364,14 +397,16 @@ def pipe_spec(stream_arn: str, input_template_text: str, retries: int = 2) -> Pi
     )
 
 
-def write(table: Table, task_id: str, **attributes: str) -> None:
+def write(table: Table, task_id: str, **attributes: str | float) -> None:
     names = {f"#{name}": name for name in attributes}
     table.client.update_item(
         TableName=table.name,
         Key={"task_id": {"S": task_id}},
         UpdateExpression="SET " + ", ".join(f"#{name} = :{name}" for name in attributes),
         ExpressionAttributeNames=names,
-        ExpressionAttributeValues={f":{name}": {"S": value} for name, value in attributes.items()},
+        ExpressionAttributeValues={
+            f":{name}": value for name, value in image(**attributes).items()
+        },
     )
 
 
@@ -399,10 +434,13 @@ def test_the_pipe_reads_moto_s_stream_and_publishes_each_final_transition_once(
     moto_endpoint: AwsEndpoint, stream: tuple[Table, str]
 ) -> None:
     table, stream_arn = stream
-    write(table, "7", status="PENDING")
+    write(table, "7", status="PENDING", submitted_at=SUBMITTED_AT)
     write(table, "7", status="SOLVED", solution=TOKEN, delivered_via="callback")
     write(table, "7", reported="good")  # same status again: nothing new
-    write(table, "8", status="FAILED", error="ERROR_CAPTCHA_UNSOLVABLE")
+    write(table, "8", status="FAILED", error="ERROR_CAPTCHA_UNSOLVABLE", submitted_at=SUBMITTED_AT)
+    write(
+        table, "11", status="SOLVED", solution=TOKEN
+    )  # kept for an unregistered id: not published
     pipe, put = run_pipe(moto_endpoint, pipe_spec(stream_arn, input_template(True)))
     try:
         wait_until(lambda: pipe.stats.to_json()["caught_up"] and len(put) >= 2, timeout=10)
@@ -424,7 +462,7 @@ def test_injected_duplicates_put_the_same_results_again(
     moto_endpoint: AwsEndpoint, stream: tuple[Table, str]
 ) -> None:
     table, stream_arn = stream
-    write(table, "9", status="EXPIRED", error="EXPIRED_UNRECOVERED")
+    write(table, "9", status="EXPIRED", error="EXPIRED_UNRECOVERED", submitted_at=SUBMITTED_AT)
     pipe, put = run_pipe(
         moto_endpoint, pipe_spec(stream_arn, input_template(False)), duplicate_rate=1.0
     )
@@ -444,7 +482,7 @@ def test_a_batch_that_keeps_failing_goes_to_the_dead_letter_queue(
     table, stream_arn = stream
     sqs = moto_endpoint.client("sqs")
     queue_url = sqs.create_queue(QueueName="pipe-dlq")["QueueUrl"]
-    write(table, "10", status="SOLVED", solution=TOKEN)
+    write(table, "10", status="SOLVED", solution=TOKEN, submitted_at=SUBMITTED_AT)
     pipe, put = run_pipe(moto_endpoint, pipe_spec(stream_arn, '{"broken": <$.nope>}', retries=2))
     try:
         wait_until(lambda: pipe.stats.to_json()["dead_lettered_batches"] == 1, timeout=10)
