@@ -229,12 +229,30 @@ def test_requests_per_sweep_are_bounded(store: InMemoryTaskStore) -> None:
 
 def test_the_sweep_stops_before_the_deadline(store: InMemoryTaskStore) -> None:
     pending(store, *[str(n) for n in range(1, 10)])
-    remaining = iter([60.0, 30.0, 5.0, 5.0])
     provider = FakeProvider()
+    report = poller(store, provider).sweep(
+        now=SUBMITTED + 130,
+        remaining_seconds=lambda: [60.0, 30.0, 5.0][min(len(provider.requests), 2)],
+    )
+    assert report.stopped_early and len(provider.requests) == 2
+
+
+def test_the_deadline_is_checked_before_each_task_of_an_answered_batch(
+    store: InMemoryTaskStore,
+) -> None:
+    # Given one ids= request answered three tokens, and time runs out after two slow writes
+    pending(store, "1", "2", "3")
+    provider = FakeProvider(answers={"1": TOKEN, "2": TOKEN, "3": TOKEN})
+    remaining = iter([60.0, 60.0, 60.0, 5.0])
+
     report = poller(store, provider).sweep(
         now=SUBMITTED + 130, remaining_seconds=lambda: next(remaining)
     )
-    assert report.stopped_early and len(provider.requests) == 2
+
+    # Then the third is left due for the next sweep, not written past the deadline
+    assert report.stopped_early and report.recovered == 2
+    task = store.get("3")
+    assert task is not None and task.status is TaskStatus.PENDING
 
 
 def test_a_store_failure_leaves_the_task_due_for_the_next_sweep(store: InMemoryTaskStore) -> None:
@@ -284,9 +302,9 @@ def test_an_odd_ids_answer_falls_back_within_the_budget_and_batching_is_probed_l
 def test_the_deadline_is_checked_before_every_single_id_request(store: InMemoryTaskStore) -> None:
     pending(store, *[str(n) for n in range(1, 10)])
     provider = FakeProvider(refuse_batches=1)
-    remaining = iter([60.0, 60.0, 60.0, 5.0])
     report = poller(store, provider).sweep(
-        now=SUBMITTED + 130, remaining_seconds=lambda: next(remaining)
+        now=SUBMITTED + 130,
+        remaining_seconds=lambda: [60.0, 60.0, 60.0, 5.0][min(len(provider.requests), 3)],
     )
     assert report.stopped_early and [len(ids) for ids in provider.requests] == [3, 1, 1]
 

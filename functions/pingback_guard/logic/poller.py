@@ -187,6 +187,10 @@ class PollerService:
                 report.retryable_errors += 1
                 answers = {}
             for task in batch:
+                # A store write can be slow: an unsettled task simply stays due.
+                if self._time_left(remaining_seconds) <= 0:
+                    report.stopped_early = True
+                    return report
                 self._settle(task, answers.get(task.task_id, NO_ANSWER), now, report)
         return report
 
