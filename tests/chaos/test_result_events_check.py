@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from infra.chaos.result_events import judge_result_events, summary_line
 
-ITEMS = {
+ITEMS: dict[str, dict[str, Any]] = {
     "1": {"status": "SOLVED", "submitted_at": 1.0},
     "2": {"status": "FAILED", "submitted_at": 1.0},
     "3": {"status": "SOLVED", "submitted_at": 1.0},  # was EXPIRED first: two results

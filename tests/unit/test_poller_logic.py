@@ -344,6 +344,30 @@ def test_one_invocation_sweeps_every_few_seconds_while_tasks_come_due(
     assert store.lease["until"] == moments[-1]  # released
 
 
+def test_next_checks_not_written_by_the_deadline_leave_their_tasks_due(
+    store: InMemoryTaskStore,
+) -> None:
+    # Given six tasks not ready, and a table that takes 3 s per write near the deadline
+    pending(store, *"123456", first_poll=SUBMITTED + 20)
+    service, moments = _clocked(store, FakeProvider(), dataclasses.replace(POLICY, run_seconds=50))
+    write_next_check = store.reschedule_poll
+
+    def slow_write(task_id: str, due_at: float, attempts: int, checked: float | None) -> bool:
+        moments.append(moments[-1] + 3.0)
+        return write_next_check(task_id, due_at, attempts, checked)
+
+    store.reschedule_poll = slow_write  # type: ignore[method-assign,assignment]
+
+    # When the invocation has 16 s left (deadline margin 10 s)
+    report = service.run(remaining_seconds=lambda: 16 - (moments[-1] - moments[0]))
+
+    # Then after its last sweep (11 s left) it writes while more than 5 s are left (two), leaves
+    # the other four due as they were, and frees the lease
+    assert report.plans_left_due == 4
+    unwritten = [t for t in store.due_tasks(SUBMITTED + 130, 10) if t.poll_attempts == 0]
+    assert len(unwritten) == 4 and store.lease["until"] == moments[-1]
+
+
 def test_an_idle_invocation_ends_after_one_sweep(store: InMemoryTaskStore) -> None:
     policy = dataclasses.replace(POLICY, run_seconds=50)
     service, moments = _clocked(store, FakeProvider(), policy)

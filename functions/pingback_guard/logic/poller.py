@@ -78,6 +78,7 @@ class SweepReport:
     budget_exhausted: int = 0
     store_errors: int = 0
     lease_busy: int = 0
+    plans_left_due: int = 0
     account_error: str | None = None
     stopped_early: bool = False
     recovery_delays: list[float] = field(default_factory=list)
@@ -142,7 +143,7 @@ class PollerService:
             report.store_errors += 1
             return report
         finally:
-            self._write_plans(report)
+            self._write_plans(report, remaining_seconds)
             self._release_lease(holder)
 
     def _work_ahead(self, swept: SweepReport, stop_at: float) -> bool:
@@ -223,9 +224,14 @@ class PollerService:
         if self._plans is not None:
             self._plans.pop(task_id, None)
 
-    def _write_plans(self, report: SweepReport) -> None:
+    def _write_plans(self, report: SweepReport, remaining_seconds: Callable[[], float]) -> None:
+        """Until half the deadline margin is left (the rest releases the lease): a plan not
+        written leaves its task due at its older time, checked again sooner."""
         plans, self._plans = self._plans or {}, None
-        for task in plans.values():
+        for written, task in enumerate(plans.values()):
+            if remaining_seconds() <= self._policy.deadline_margin_seconds / 2:
+                report.plans_left_due += len(plans) - written
+                return
             try:
                 self._store.reschedule_poll(
                     task.task_id, task.due_at, task.poll_attempts, task.last_checked_at
