@@ -6,7 +6,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from samtranslator.yaml_helper import yaml_parse
+from infra.local.cfn_yaml import load_cfn_yaml
 
 TEMPLATE_PATH = Path(__file__).resolve().parent.parent / "template.yaml"
 TABLE_KEYS_MOTO_TAKES = (
@@ -19,8 +19,8 @@ TABLE_KEYS_MOTO_TAKES = (
 
 @cache
 def template() -> dict[str, Any]:
-    document: dict[str, Any] = yaml_parse(TEMPLATE_PATH.read_text())
-    return document
+    """template.yaml as the SAM transform receives it (its Fn::ForEach loops expanded)."""
+    return load_cfn_yaml(TEMPLATE_PATH)
 
 
 def create_tasks_table(client: Any, table_name: str) -> None:

@@ -1,9 +1,16 @@
-"""Load CloudFormation YAML: the short-form intrinsic tags become their long JSON form."""
+"""Load a CloudFormation YAML template, the one way every reader of template.yaml loads it.
+
+The short-form intrinsic tags become their long JSON form, and a template that declares
+AWS::LanguageExtensions comes back as that transform leaves it (Fn::ForEach expanded): what the SAM
+transform, the local stack, the tests and the bench all see.
+"""
 
 from pathlib import Path
 from typing import Any
 
 import yaml  # type: ignore[import-untyped]
+
+from infra.local.language_extensions import LanguageExtensionsError, apply_language_extensions
 
 _TAGS_WITHOUT_FN_PREFIX = frozenset({"Ref", "Condition"})
 
@@ -41,4 +48,7 @@ def load_cfn_yaml(path: Path) -> dict[str, Any]:
         raise CfnYamlError(f"{path}: {unreadable}") from unreadable
     if not isinstance(document, dict):
         raise CfnYamlError(f"{path} is not a CloudFormation template (not a mapping)")
-    return document
+    try:
+        return apply_language_extensions(document)
+    except LanguageExtensionsError as invalid:
+        raise CfnYamlError(f"{path}: {invalid}") from invalid

@@ -1,5 +1,6 @@
 # SAM tooling, included by the top-level Makefile (which defines VENV, PY, STAMP, PYTHON312).
 #
+# 1.170 or later: it expands the template's AWS::LanguageExtensions (samconfig.toml turns it on).
 # The SAM CLI lives in its own virtualenv: aws-sam-cli pins boto3/botocore exactly, which would
 # fight the project's own environment. It is installed once (stamp file) from the registry.
 # Everything here works offline: no AWS account, no Docker.
@@ -22,7 +23,7 @@ $(SAM_STAMP):
 	@test -n "$(SAM_PYTHON)" || { echo "python3.12 not found (the Lambda runtime's version)"; exit 1; }
 	$(SAM_PYTHON) -m venv $(SAM_VENV)
 	$(SAM_VENV)/bin/python -m pip install -q --upgrade pip
-	$(SAM_VENV)/bin/python -m pip install -q 'aws-sam-cli>=1.130,<2'
+	$(SAM_VENV)/bin/python -m pip install -q 'aws-sam-cli>=1.170,<2'
 	touch $(SAM_STAMP)
 
 sam-venv: $(SAM_STAMP)

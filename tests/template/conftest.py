@@ -1,21 +1,22 @@
-"""Fixtures of the template tests: template.yaml as written, and as SAM translates it."""
+"""Fixtures of the template tests: template.yaml as the SAM transform receives it (its
+Fn::ForEach loops expanded), and as SAM translates it."""
 
 from __future__ import annotations
 
 import copy
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from samtranslator.translator.transform import (  # type: ignore[import-untyped, unused-ignore]
     transform,
 )
-from samtranslator.yaml_helper import yaml_parse  # type: ignore[import-untyped, unused-ignore]
 
-ROOT = Path(__file__).resolve().parents[2]
-TEMPLATE_PATH = ROOT / "template.yaml"
+from tests.support import TEMPLATE_PATH
+from tests.support import template as project_template
+
+ROOT = TEMPLATE_PATH.parent
 
 # architecture.md: logical id -> handler, and the variables each function is given.
 FUNCTIONS = {
@@ -31,14 +32,9 @@ FUNCTIONS = {
 EXAMPLE_FUNCTIONS = {"ResultConsumerFunction": "result_consumer.handler.handler"}
 
 
-def load_template() -> dict[str, Any]:
-    document: dict[str, Any] = yaml_parse(TEMPLATE_PATH.read_text(encoding="utf-8"))
-    return document
-
-
 @pytest.fixture(scope="session")
 def template() -> dict[str, Any]:
-    return load_template()
+    return project_template()
 
 
 @pytest.fixture(scope="session")
@@ -72,6 +68,18 @@ def of_type(resources: dict[str, Any], kind: str) -> dict[str, Any]:
 
 def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
+
+
+def sub_text(value: dict[str, Any]) -> str:
+    """The text of a Fn::Sub with its literal variables filled in (the others stay ${...})."""
+    argument = value["Fn::Sub"]
+    if isinstance(argument, str):
+        return argument
+    text, variables = argument
+    for name, literal in variables.items():
+        if isinstance(literal, str | int):
+            text = text.replace(f"${{{name}}}", str(literal))
+    return str(text)
 
 
 def walk(value: Any) -> Iterator[Any]:

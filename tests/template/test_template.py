@@ -15,6 +15,7 @@ from tests.template.conftest import (
     as_list,
     of_type,
     referenced_names,
+    sub_text,
     walk,
 )
 
@@ -610,7 +611,7 @@ def test_every_alarm_notifies_the_topic_both_ways(resources: dict[str, Any]) -> 
         # Only a metric that goes silent when the failure happens treats missing as breaching.
         expected = "breaching" if name == "PollerNotRunningAlarm" else "notBreaching"
         assert properties["TreatMissingData"] == expected, name
-        assert properties["AlarmName"]["Fn::Sub"].startswith("${AWS::StackName}-"), name
+        assert sub_text(properties["AlarmName"]).startswith("${AWS::StackName}-"), name
 
 
 @pytest.mark.parametrize(("alarm", "metric"), sorted(CUSTOM_METRIC_ALARMS.items()))
@@ -703,10 +704,7 @@ def test_alarm_email_subscription_is_optional(
 def test_dashboard_shows_every_product_metric_and_is_valid_json(
     resources: dict[str, Any],
 ) -> None:
-    body, variables = resources["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
-    rendered = body
-    for name, value in variables.items():
-        rendered = rendered.replace(f"${{{name}}}", value)
+    rendered = sub_text(resources["Dashboard"]["Properties"]["DashboardBody"])
     rendered = re.sub(r"\$\{[^}]+\}", "x", rendered)
     document = json.loads(rendered)
     metric_names = {
@@ -893,7 +891,7 @@ def test_poller_not_running_alarm_breaches_on_silence_over_two_sweeps(
     assert properties["Threshold"] == 1
     assert (properties["EvaluationPeriods"], properties["DatapointsToAlarm"]) == (2, 2)
     assert properties["Period"] == {
-        "Fn::FindInMap": ["PollRate", {"Ref": "PollRateMinutes"}, "TwoSweepsSeconds"]
+        "Fn::FindInMap": ["PollRate", {"Fn::Sub": "${PollRateMinutes}"}, "TwoSweepsSeconds"]
     }
     rates = template["Parameters"]["PollRateMinutes"]["AllowedValues"]
     table = template["Mappings"]["PollRate"]

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from infra.sam import make_events
-from tests.template.conftest import FUNCTIONS, ROOT, of_type
+from tests.template.conftest import FUNCTIONS, ROOT, of_type, sub_text
 
 
 def samconfig() -> dict[str, Any]:
@@ -205,7 +205,7 @@ def test_operations_doc_covers_every_parameter_and_alarm(template: dict[str, Any
     for parameter in template["Parameters"]:
         assert f"`{parameter}`" in doc, f"parameter {parameter} undocumented"
     for name, alarm in of_type(template["Resources"], "AWS::CloudWatch::Alarm").items():
-        suffix = alarm["Properties"]["AlarmName"]["Fn::Sub"].removeprefix("${AWS::StackName}-")
+        suffix = sub_text(alarm["Properties"]["AlarmName"]).removeprefix("${AWS::StackName}-")
         assert f"`{name}`" in doc or f"`{suffix}`" in doc, f"alarm {name} undocumented"
     for command in ("sam build", "sam deploy --guided", "start-message-move-task", "SecureString"):
         assert command in doc
