@@ -14,8 +14,9 @@ from moto import mock_aws
 
 from bench.outcome import Headline, SectionOutcome, markdown_table, number
 from bench.provider import instant_simulator, res_requests
-from bench.template_facts import parameter_default, template_facts
+from bench.template_facts import template_facts
 from infra.moto_atomic import make_dynamodb_writes_atomic
+from infra.project_template import create_tasks_table, parameter_default, project_template
 from infra.simulator import Simulator
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.task import CaptchaRequest, NewTask
@@ -23,7 +24,6 @@ from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService, PollPolicy
 from pingback_guard.provider.captchaai import CaptchaAiClient
 from pingback_guard.settings import MAX_IDS_PER_RES_REQUEST, TableSettings
-from tests.support import create_tasks_table, template
 
 REGION = "us-east-1"
 DUE_TASKS = 100
@@ -83,7 +83,7 @@ def _recover_all(simulator: Simulator, batch_ids: bool) -> Recovery:
 
 
 def _fresh_store(table_name: str) -> DynamoDbTaskStore:
-    facts = template_facts(template())
+    facts = template_facts(project_template())
     client = boto3.session.Session(region_name=REGION).client("dynamodb")
     create_tasks_table(client, table_name)
     settings = TableSettings(
@@ -97,7 +97,7 @@ def _fresh_store(table_name: str) -> DynamoDbTaskStore:
 
 def _policy(ids_per_request: int) -> PollPolicy:
     """The template's defaults, as the poller handler builds its policy."""
-    document = template()
+    document = project_template()
     return PollPolicy(
         retention_seconds=float(parameter_default(document, "RetentionSeconds")),
         backoff_base_seconds=float(parameter_default(document, "PollBackoffBaseSeconds")),

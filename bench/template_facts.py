@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from infra.project_template import global_variables, parameter_default
+
 HANDLER_FUNCTIONS = {
     "submit": "SubmitFunction",
     "get_task": "GetTaskFunction",
@@ -44,7 +46,7 @@ class TemplateFacts:
 
 def template_facts(template: Mapping[str, Any]) -> TemplateFacts:
     resources: Mapping[str, Any] = template["Resources"]
-    namespace = str(_global_variables(template)["POWERTOOLS_METRICS_NAMESPACE"])
+    namespace = str(global_variables(template)["POWERTOOLS_METRICS_NAMESPACE"])
     alarms = [r["Properties"] for r in resources.values() if r["Type"] == ALARM_TYPE]
     return TemplateFacts(
         memory_mb=int(template["Globals"]["Function"]["MemorySize"]),
@@ -73,52 +75,11 @@ def index_attributes(template: Mapping[str, Any], index_name: str) -> frozenset[
     return frozenset([*keys, *projected])
 
 
-def parameter_default(template: Mapping[str, Any], name: str) -> Any:
-    return template["Parameters"][name]["Default"]
-
-
 def metrics_in_alarm(alarm: Mapping[str, Any]) -> int:
     """CloudWatch bills an alarm per metric it evaluates (a metric-math alarm: each input)."""
     if "MetricName" in alarm:
         return 1
     return sum(1 for query in alarm.get("Metrics", []) if "MetricStat" in query)
-
-
-def function_environment(
-    template: Mapping[str, Any],
-    logical_id: str,
-    physical_ids: Mapping[str, str],
-    region: str,
-) -> dict[str, str]:
-    """A function's variables with Refs resolved: parameters to defaults, resources to ids.
-
-    A variable set by a condition (AWS_ENDPOINT_URL) is left out: its default is no value.
-    """
-    own = template["Resources"][logical_id]["Properties"].get("Environment", {})
-    merged = {**_global_variables(template), **own.get("Variables", {})}
-    resolved = {
-        name: _resolved(template, value, physical_ids, region) for name, value in merged.items()
-    }
-    return {name: value for name, value in resolved.items() if value is not None}
-
-
-def _global_variables(template: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(template["Globals"]["Function"]["Environment"]["Variables"])
-
-
-def _resolved(
-    template: Mapping[str, Any], value: Any, physical_ids: Mapping[str, str], region: str
-) -> str | None:
-    if isinstance(value, str | int | float):
-        return str(value)
-    if isinstance(value, Mapping) and set(value) == {"Ref"}:
-        name = value["Ref"]
-        if name == "AWS::Region":
-            return region
-        if name in template.get("Parameters", {}):
-            return str(parameter_default(template, name))
-        return physical_ids[name]
-    return None
 
 
 def _count_of_type(resources: Mapping[str, Any], resource_type: str) -> int:

@@ -1,4 +1,4 @@
-"""Helpers shared by test suites: resources built from template.yaml itself."""
+"""template.yaml as the test suites read it."""
 
 from __future__ import annotations
 
@@ -9,22 +9,9 @@ from typing import Any
 from samtranslator.yaml_helper import yaml_parse
 
 TEMPLATE_PATH = Path(__file__).resolve().parent.parent / "template.yaml"
-TABLE_KEYS_MOTO_TAKES = (
-    "AttributeDefinitions",
-    "KeySchema",
-    "GlobalSecondaryIndexes",
-    "BillingMode",
-)
 
 
 @cache
 def template() -> dict[str, Any]:
     document: dict[str, Any] = yaml_parse(TEMPLATE_PATH.read_text())
     return document
-
-
-def create_tasks_table(client: Any, table_name: str) -> None:
-    """Create the table exactly as template.yaml declares its keys and indexes."""
-    properties = template()["Resources"]["TasksTable"]["Properties"]
-    definition = {key: properties[key] for key in TABLE_KEYS_MOTO_TAKES if key in properties}
-    client.create_table(TableName=table_name, **definition)
