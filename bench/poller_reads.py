@@ -22,9 +22,9 @@ from bench.events import recaptcha_token, submit_event
 from bench.item_size import eventual_read_units, index_entry_size, item_size
 from bench.outcome import Headline, SectionOutcome, markdown_table, number
 from bench.provider import TYPICAL_TOKEN_BYTES
-from bench.template_facts import index_attributes, template_facts
+from bench.template_facts import index_attributes, new_task_store, template_facts
 from infra.moto_atomic import make_dynamodb_writes_atomic
-from infra.project_template import create_tasks_table, parameter_default, project_template
+from infra.project_template import parameter_default, project_template
 from pingback_guard.data.dynamodb import DynamoDbTaskStore, due_shard_of
 from pingback_guard.domain.task import (
     CaptchaRequest,
@@ -32,7 +32,7 @@ from pingback_guard.domain.task import (
     NewTask,
     TaskResult,
 )
-from pingback_guard.settings import MAX_IDS_PER_RES_REQUEST, TableSettings
+from pingback_guard.settings import MAX_IDS_PER_RES_REQUEST
 
 REGION = "us-east-1"
 TABLE_NAME = "pingback-guard-bench-poller"
@@ -67,8 +67,7 @@ def measure_poller_reads() -> SectionOutcome:
     facts = template_facts(project_template())
     with mock_aws():
         client = boto3.session.Session(region_name=REGION).client("dynamodb")
-        create_tasks_table(client, TABLE_NAME)
-        store = DynamoDbTaskStore(client, _table_settings(facts.due_shards, facts.result_ttl_days))
+        store = new_task_store(client, TABLE_NAME)
         now = time.time()
         layouts = _item_layouts(store, client, now)
         table_bytes = _fill_table(client, layouts, now, facts.due_shards)
@@ -112,15 +111,6 @@ def measure_poller_reads() -> SectionOutcome:
         "read_units_per_sweep": steady_scan_units,
     }
     return outcome
-
-
-def _table_settings(due_shards: int, ttl_days: int) -> TableSettings:
-    return TableSettings(
-        table_name=TABLE_NAME,
-        due_index_name="DueIndex",
-        due_shards=due_shards,
-        result_ttl_seconds=ttl_days * 86400,
-    )
 
 
 def _sweep_limit() -> int:

@@ -1,4 +1,4 @@
-"""What the benchmarks read from template.yaml: memory, TTL, schedule, alarms, environment."""
+"""What the benchmarks read from template.yaml: memory, TTL, schedule, alarms, the table."""
 
 from __future__ import annotations
 
@@ -7,7 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from infra.project_template import global_variables, parameter_default
+from infra.project_template import (
+    create_tasks_table,
+    global_variables,
+    parameter_default,
+    project_template,
+)
+from pingback_guard.data.dynamodb import DynamoDbTaskStore
+from pingback_guard.settings import TableSettings
 
 HANDLER_FUNCTIONS = {
     "submit": "SubmitFunction",
@@ -115,3 +122,16 @@ def _sub_parts(body: Any) -> tuple[str, Mapping[str, Any]]:
     if isinstance(substitution, str):
         return substitution, {}
     return str(substitution[0]), substitution[1]
+
+
+def new_task_store(client: Any, table_name: str) -> DynamoDbTaskStore:
+    """A new tasks table as the template declares it, and the store over it at its defaults."""
+    create_tasks_table(client, table_name)
+    facts = template_facts(project_template())
+    settings = TableSettings(
+        table_name=table_name,
+        due_index_name="DueIndex",
+        due_shards=facts.due_shards,
+        result_ttl_seconds=facts.result_ttl_days * 86400,
+    )
+    return DynamoDbTaskStore(client, settings)
