@@ -26,6 +26,7 @@ from typing import Any
 from bench.cost import MILLION, Usage, cost_by_service
 from bench.freshness_worker import GET_PERIOD_SECONDS, ClientWaiter
 from bench.outcome import Headline, SectionOutcome, markdown_table, number
+from bench.provider import API_KEY
 from infra.local import LocalOptions, LocalStack
 from infra.project_template import TEMPLATE_PATH, parameter_default, project_template
 from infra.simulator import Faults, Simulator, SimulatorConfig, SolveTimeDistribution
@@ -35,7 +36,6 @@ SUBMIT_SPREAD_SECONDS = 10.0
 WAIT_TIMEOUT_SECONDS = 420.0
 AGE_TARGET_SECONDS = 30.0
 EXTRA_REQUESTS_TARGET = 1.0
-API_KEY = "0123456789abcdef0123456789abcdef"
 REQUEST = {
     "method": "userrecaptcha",
     "sitekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
