@@ -25,7 +25,6 @@ from bench.poller_reads import measure_poller_reads
 from bench.report import RunInfo, markdown_report, results_document
 from bench.res_requests import measure_res_requests
 from bench.table_paths import PathMeasurements, measure_paths, table_paths_outcome
-from bench.throughput import measure_throughput
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_JSON = BENCH_DIR / "results.json"
@@ -35,7 +34,7 @@ Section = tuple[str, str, Callable[[], SectionOutcome]]
 
 
 class PathMeasurementsOnce:
-    """Figures 1 and 6 share one run of the paths; a failed run is tried again by the next."""
+    """Figures 1 and 5 share one run of the paths; a failed run is tried again by the next."""
 
     def __init__(self) -> None:
         self._measured: PathMeasurements | None = None
@@ -53,9 +52,8 @@ def sections() -> list[Section]:
         ("poller_reads", "2. Poller reads per due task", measure_poller_reads),
         ("res_requests", "3. res.php requests per recovered task", measure_res_requests),
         ("cold_start", "4. Cold start and bundle size", measure_cold_start_section),
-        ("throughput", "5. Local stack throughput", measure_throughput),
-        ("cost", "6. Cost per million tasks", lambda: cost_outcome(paths.get())),
-        ("freshness", "7. Freshness and its checking cost", measure_freshness),
+        ("cost", "5. Cost per million tasks", lambda: cost_outcome(paths.get())),
+        ("freshness", "6. Freshness and its checking cost", measure_freshness),
     ]
 
 

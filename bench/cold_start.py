@@ -22,8 +22,8 @@ from typing import Any
 from bench import FUNCTIONS_DIR
 from bench.in_process import TRACE_HEADER
 from bench.outcome import Headline, SectionOutcome, markdown_table, number
-from bench.template_facts import HANDLER_FUNCTIONS, function_environment
-from tests.support import template
+from bench.template_facts import HANDLER_FUNCTIONS
+from infra.project_template import function_environment, project_template
 
 ROOT = FUNCTIONS_DIR.parent
 BASELINE = "boto3"
@@ -97,7 +97,7 @@ def lambda_environment(handler: str) -> dict[str, str]:
         "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
         "AWS_XRAY_DAEMON_ADDRESS": "169.254.79.129:2000",
     }
-    variables = function_environment(template(), logical_id, PLACEHOLDER_IDS, REGION)
+    variables = function_environment(project_template(), logical_id, PLACEHOLDER_IDS, REGION)
     return {**runtime, **variables}
 
 
@@ -322,7 +322,7 @@ def _outcome(
 
 
 def _layers_note() -> str:
-    layers = template()["Globals"]["Function"].get("Layers", [])
+    layers = project_template()["Globals"]["Function"].get("Layers", [])
     if not layers:
         return ""
     return (

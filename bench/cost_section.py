@@ -1,4 +1,4 @@
-"""Figure 6: the cost model fed with what figure 1 measured (requests, durations, log bytes,
+"""Figure 5: the cost model fed with what figure 1 measured (requests, durations, log bytes,
 the items the handlers wrote) and with what template.yaml declares."""
 
 from __future__ import annotations
@@ -40,10 +40,9 @@ from bench.template_facts import (
     HANDLER_FUNCTIONS,
     TemplateFacts,
     index_attributes,
-    parameter_default,
     template_facts,
 )
-from tests.support import template
+from infra.project_template import parameter_default, project_template
 
 HANDLERS_DIR = FUNCTIONS_DIR / "pingback_guard" / "handlers"
 COLD_START_METRIC = "ColdStart"
@@ -70,7 +69,9 @@ class TableUnits:
 def table_units(measured: PathMeasurements) -> TableUnits:
     pending = item_size(measured.pending_item)
     solved = item_size(measured.solved_item)
-    entry = index_entry_size(measured.pending_item, index_attributes(template(), "DueIndex"))
+    entry = index_entry_size(
+        measured.pending_item, index_attributes(project_template(), "DueIndex")
+    )
     return TableUnits(
         pending_write=write_units(pending),
         # UpdateItem is sized by the larger of the item before and after.
@@ -137,13 +138,8 @@ def _handler(result: PathResult, handler: str, memory_mb: int) -> Usage:
 
 def _writes(result: PathResult) -> float:
     """Writes DynamoDB answered (a write that never reached it is not billed)."""
-    answered = sum(
-        count
-        for key, count in result.tally.answered.items()
-        if key.split(".", 1)[1] in {"UpdateItem", "PutItem", "DeleteItem"}
-        and key.startswith("dynamodb.")
-    )
-    return result.per_task(answered)
+    writes = frozenset({"UpdateItem", "PutItem", "DeleteItem"})
+    return result.per_task(result.tally.count("dynamodb", writes, answered=True))
 
 
 def _reads(result: PathResult) -> float:
@@ -187,24 +183,26 @@ def fixed_inputs(measured: PathMeasurements, facts: TemplateFacts) -> FixedInput
 
 
 def busy_poller(measured: PathMeasurements, facts: TemplateFacts) -> BusyPoller:
-    poller = template()["Resources"]["PollerFunction"]["Properties"]
+    poller = project_template()["Resources"]["PollerFunction"]["Properties"]
     empty = measured.paths["poller_empty"]
     return BusyPoller(
         invocations_per_month=facts.sweeps_per_month,
         run_seconds=POLLER_RUN_SECONDS,
-        sweep_interval_seconds=float(parameter_default(template(), "PollSweepIntervalSeconds")),
+        sweep_interval_seconds=float(
+            parameter_default(project_template(), "PollSweepIntervalSeconds")
+        ),
         memory_mb=int(poller.get("MemorySize", facts.memory_mb)),
         queries_per_sweep=empty.per_task(empty.tally.table_queries),
     )
 
 
 def _service_name() -> str:
-    variables = template()["Globals"]["Function"]["Environment"]["Variables"]
+    variables = project_template()["Globals"]["Function"]["Environment"]["Variables"]
     return str(variables["POWERTOOLS_SERVICE_NAME"])
 
 
 def cost_outcome(measured: PathMeasurements) -> SectionOutcome:
-    facts = template_facts(template())
+    facts = template_facts(project_template())
     paths = path_usages(measured, facts)
     months = {
         lost: per_million_tasks(task_usage(paths, lost, ASSUMPTIONS)) for lost in LOST_FRACTIONS
@@ -217,7 +215,7 @@ def cost_outcome(measured: PathMeasurements) -> SectionOutcome:
     low, high = LOST_FRACTIONS
     return SectionOutcome(
         key="cost",
-        title="6. Cost model: USD per million tasks, us-east-1 list prices",
+        title="5. Cost model: USD per million tasks, us-east-1 list prices",
         data={
             "per_million_tasks": {f"{lost:.0%} lost": costs for lost, costs in months.items()},
             "totals_per_million_tasks": {f"{lost:.0%} lost": t for lost, t in totals.items()},

@@ -1,4 +1,4 @@
-"""Figure 7: token freshness when the worker has the token, and what the checking costs.
+"""Figure 6: token freshness when the worker has the token, and what the checking costs.
 
 The local stack (infra.local, template.yaml at its DEFAULT parameters, real time: no time scale,
 because the freshness rules run on wall-clock time inside the functions) against the CaptchaAI
@@ -26,17 +26,16 @@ from typing import Any
 from bench.cost import MILLION, Usage, cost_by_service
 from bench.freshness_worker import GET_PERIOD_SECONDS, ClientWaiter
 from bench.outcome import Headline, SectionOutcome, markdown_table, number
-from bench.template_facts import parameter_default
+from bench.provider import API_KEY
 from infra.local import LocalOptions, LocalStack
+from infra.project_template import TEMPLATE_PATH, parameter_default, project_template
 from infra.simulator import Faults, Simulator, SimulatorConfig, SolveTimeDistribution
-from tests.support import TEMPLATE_PATH, template
 
 TASKS = int(os.environ.get("BENCH_FRESHNESS_TASKS", "30"))
 SUBMIT_SPREAD_SECONDS = 10.0
 WAIT_TIMEOUT_SECONDS = 420.0
 AGE_TARGET_SECONDS = 30.0
 EXTRA_REQUESTS_TARGET = 1.0
-API_KEY = "0123456789abcdef0123456789abcdef"
 REQUEST = {
     "method": "userrecaptcha",
     "sitekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
@@ -114,7 +113,7 @@ def measure_freshness() -> SectionOutcome:
 
 
 def _lifetime() -> float:
-    return float(parameter_default(template(), "RecaptchaTokenLifetimeSeconds"))
+    return float(parameter_default(project_template(), "RecaptchaTokenLifetimeSeconds"))
 
 
 def _run_variant(variant: Variant) -> list[Phase]:
@@ -293,7 +292,7 @@ def phase_figures(phase: Phase, lifetime: float, memory_mb: int) -> dict[str, An
 
 
 def freshness_outcome(phases: Sequence[Phase], lifetime: float) -> SectionOutcome:
-    memory_mb = int(template()["Globals"]["Function"]["MemorySize"])
+    memory_mb = int(project_template()["Globals"]["Function"]["MemorySize"])
     figures = {
         f"{phase.variant}/{'lost' if phase.pingbacks_lost else 'delivered'}": phase_figures(
             phase, lifetime, memory_mb
@@ -302,7 +301,7 @@ def freshness_outcome(phases: Sequence[Phase], lifetime: float) -> SectionOutcom
     }
     return SectionOutcome(
         key="freshness",
-        title=f"7. Freshness: token age when the worker has it ({TASKS} tasks a phase, real time)",
+        title=f"6. Freshness: token age when the worker has it ({TASKS} tasks a phase, real time)",
         data={
             "method": {
                 "tasks_per_phase": TASKS,

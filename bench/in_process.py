@@ -1,9 +1,9 @@
 """The real handlers, loaded in this process against moto, with the template's environment.
 
 Handler modules create their boto3 clients when imported, from boto3's default session; the
-call counter and the table-outage switch are attached to that session first, so every client
-the handlers make carries them. The benchmark's own clients come from a separate session and
-are never counted.
+local stack's call hooks (which count calls and, by a fault rule, take the table down) are
+attached to that session first, so every client the handlers make carries them. The
+benchmark's own clients come from a separate session and are never counted.
 """
 
 from __future__ import annotations
@@ -21,15 +21,18 @@ from unittest import mock
 
 import boto3
 from aws_lambda_powertools.utilities import parameters
-from botocore.exceptions import EndpointConnectionError
-from botocore.hooks import BaseEventHooks
 from moto import mock_aws
 
-from bench.aws_counting import AwsCallCounter
-from bench.template_facts import HANDLER_FUNCTIONS, function_environment, parameter_default
+from bench.aws_counting import CallWindows
+from bench.template_facts import HANDLER_FUNCTIONS
+from infra.lambda_context import FakeLambdaContext
 from infra.moto_atomic import make_dynamodb_writes_atomic
-from tests.lambda_context import FakeLambdaContext
-from tests.support import create_tasks_table, template
+from infra.project_template import (
+    create_tasks_table,
+    functions_environment,
+    parameter_default,
+    project_template,
+)
 
 REGION = "us-east-1"
 TABLE_NAME = "pingback-guard-bench-tasks"
@@ -45,27 +48,12 @@ BENCH_OVERRIDES = {
 }
 
 
-class TableOutage:
-    """While on, every DynamoDB request from a handler fails to connect."""
-
-    def __init__(self) -> None:
-        self.on = False
-
-    def attach(self, events: BaseEventHooks) -> None:
-        events.register("before-send.dynamodb", self._maybe_fail)
-
-    def _maybe_fail(self, **_: Any) -> None:
-        if self.on:
-            raise EndpointConnectionError(endpoint_url=f"https://dynamodb.{REGION}.amazonaws.com")
-
-
 @dataclass
 class InProcessStack:
     dynamodb: Any
     sqs: Any
     dead_letter_queue_url: str
-    counter: AwsCallCounter
-    outage: TableOutage
+    calls: CallWindows
     handlers: dict[str, ModuleType] = field(default_factory=dict)
 
     def context(self, handler: str) -> FakeLambdaContext:
@@ -93,11 +81,9 @@ def in_process_stack(provider_url: str, provider_api_key: str) -> Iterator[InPro
             dynamodb=own.client("dynamodb"),
             sqs=own.client("sqs"),
             dead_letter_queue_url=physical_ids["DeadLetterQueue"],
-            counter=AwsCallCounter(),
-            outage=TableOutage(),
+            calls=CallWindows(),
         )
-        stack.counter.attach(handler_session.events)
-        stack.outage.attach(handler_session.events)
+        stack.calls.hooks.attach(handler_session.events)
         parameters.clear_caches()
         try:
             stack.handlers = {name: _fresh_import(name) for name in HANDLER_FUNCTIONS}
@@ -128,7 +114,7 @@ def _create_resources(session: boto3.session.Session, provider_api_key: str) -> 
         SecretString=json.dumps({"current": CALLBACK_SECRET, "previous": ""}),
     )["ARN"]
     session.client("ssm").put_parameter(
-        Name=str(parameter_default(template(), "ProviderApiKeyParameterName")),
+        Name=str(parameter_default(project_template(), "ProviderApiKeyParameterName")),
         Value=provider_api_key,
         Type="SecureString",
     )
@@ -136,11 +122,9 @@ def _create_resources(session: boto3.session.Session, provider_api_key: str) -> 
 
 
 def _handler_environment(physical_ids: Mapping[str, str], provider_url: str) -> dict[str, str]:
-    """Every function's variables (they never disagree), as the template sets them."""
-    document = template()
-    merged: dict[str, str] = {}
-    for logical_id in HANDLER_FUNCTIONS.values():
-        merged.update(function_environment(document, logical_id, physical_ids, REGION))
+    merged = functions_environment(
+        project_template(), HANDLER_FUNCTIONS.values(), physical_ids, REGION
+    )
     return {**merged, **BENCH_OVERRIDES, "PROVIDER_BASE_URL": provider_url}
 
 

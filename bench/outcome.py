@@ -8,7 +8,6 @@ from typing import Any
 
 MEASURED = "measured"
 FAILED = "failed"
-NOT_MEASURED = "not measured"
 
 
 @dataclass

@@ -16,14 +16,15 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
-from bench.aws_counting import AwsCallCounter, CallTally
+from bench.aws_counting import CallTally, CallWindows
 from bench.cost import DAYS_PER_MONTH, MILLION, PRICES
 from bench.events import recaptcha_token, submit_event
 from bench.item_size import eventual_read_units, index_entry_size, item_size
 from bench.outcome import Headline, SectionOutcome, markdown_table, number
 from bench.provider import TYPICAL_TOKEN_BYTES
-from bench.template_facts import index_attributes, parameter_default, template_facts
+from bench.template_facts import index_attributes, new_task_store, template_facts
 from infra.moto_atomic import make_dynamodb_writes_atomic
+from infra.project_template import parameter_default, project_template
 from pingback_guard.data.dynamodb import DynamoDbTaskStore, due_shard_of
 from pingback_guard.domain.task import (
     CaptchaRequest,
@@ -31,8 +32,7 @@ from pingback_guard.domain.task import (
     NewTask,
     TaskResult,
 )
-from pingback_guard.settings import MAX_IDS_PER_RES_REQUEST, TableSettings
-from tests.support import create_tasks_table, template
+from pingback_guard.settings import MAX_IDS_PER_RES_REQUEST
 
 REGION = "us-east-1"
 TABLE_NAME = "pingback-guard-bench-poller"
@@ -64,30 +64,31 @@ class SweepReads:
 
 def measure_poller_reads() -> SectionOutcome:
     make_dynamodb_writes_atomic()
-    facts = template_facts(template())
+    facts = template_facts(project_template())
     with mock_aws():
         client = boto3.session.Session(region_name=REGION).client("dynamodb")
-        create_tasks_table(client, TABLE_NAME)
-        store = DynamoDbTaskStore(client, _table_settings(facts.due_shards, facts.result_ttl_days))
+        store = new_task_store(client, TABLE_NAME)
         now = time.time()
         layouts = _item_layouts(store, client, now)
         table_bytes = _fill_table(client, layouts, now, facts.due_shards)
-        counter = AwsCallCounter()
-        counter.attach(client.meta.events)
-        with counter.window("query") as query_tally:
+        calls = CallWindows()
+        calls.hooks.attach(client.meta.events)
+        with calls.window("query") as query_tally:
             due = store.due_tasks(now, limit=_sweep_limit())
-        with counter.window("scan") as scan_tally:
+        with calls.window("scan") as scan_tally:
             scanned_due = scan_for_due(client, now)
-    entry_bytes = index_entry_size(layouts.pending, index_attributes(template(), "DueIndex"))
+    entry_bytes = index_entry_size(
+        layouts.pending, index_attributes(project_template(), "DueIndex")
+    )
     query = SweepReads(
-        requests=len(query_tally.pages),
-        items_read=query_tally.items_scanned,
+        requests=len(query_tally.scanned_counts),
+        items_read=sum(query_tally.scanned_counts),
         due_found=len(due),
         read_units=_query_read_units(query_tally, entry_bytes),
     )
     scan = SweepReads(
-        requests=len(scan_tally.pages),
-        items_read=scan_tally.items_scanned,
+        requests=len(scan_tally.scanned_counts),
+        items_read=sum(scan_tally.scanned_counts),
         due_found=len(scanned_due),
         read_units=eventual_read_units(table_bytes),
     )
@@ -112,18 +113,12 @@ def measure_poller_reads() -> SectionOutcome:
     return outcome
 
 
-def _table_settings(due_shards: int, ttl_days: int) -> TableSettings:
-    return TableSettings(
-        table_name=TABLE_NAME,
-        due_index_name="DueIndex",
-        due_shards=due_shards,
-        result_ttl_seconds=ttl_days * 86400,
-    )
-
-
 def _sweep_limit() -> int:
     """What one poller invocation asks for with the template's defaults and ids= batching."""
-    return int(parameter_default(template(), "PollerMaxRequestsPerSweep")) * MAX_IDS_PER_RES_REQUEST
+    return (
+        int(parameter_default(project_template(), "PollerMaxRequestsPerSweep"))
+        * MAX_IDS_PER_RES_REQUEST
+    )
 
 
 def _item_layouts(store: DynamoDbTaskStore, client: Any, now: float) -> ItemLayouts:
@@ -213,7 +208,7 @@ def scan_for_due(client: Any, now: float) -> list[dict[str, Any]]:
 
 def _query_read_units(tally: CallTally, entry_bytes: int) -> float:
     """Each Query answer is rounded up to half a unit per started 4 KB of index entries."""
-    return sum(eventual_read_units(scanned * entry_bytes) for scanned, _ in tally.pages)
+    return sum(eventual_read_units(scanned * entry_bytes) for scanned in tally.scanned_counts)
 
 
 def _outcome(

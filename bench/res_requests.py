@@ -14,16 +14,15 @@ from moto import mock_aws
 
 from bench.outcome import Headline, SectionOutcome, markdown_table, number
 from bench.provider import instant_simulator, res_requests
-from bench.template_facts import parameter_default, template_facts
+from bench.template_facts import new_task_store
 from infra.moto_atomic import make_dynamodb_writes_atomic
+from infra.project_template import parameter_default, project_template
 from infra.simulator import Simulator
-from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.task import CaptchaRequest, NewTask
 from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService, PollPolicy
 from pingback_guard.provider.captchaai import CaptchaAiClient
-from pingback_guard.settings import MAX_IDS_PER_RES_REQUEST, TableSettings
-from tests.support import create_tasks_table, template
+from pingback_guard.settings import MAX_IDS_PER_RES_REQUEST
 
 REGION = "us-east-1"
 DUE_TASKS = 100
@@ -59,14 +58,15 @@ def measure_res_requests() -> SectionOutcome:
 
 def _recover_all(simulator: Simulator, batch_ids: bool) -> Recovery:
     """Submit DUE_TASKS, record them PENDING and already due, sweep until all are recovered."""
-    store = _fresh_store(f"pingback-guard-bench-res-{'ids' if batch_ids else 'single'}")
-    client = CaptchaAiClient(simulator.base_url, lambda: simulator.api_key)
+    client = boto3.session.Session(region_name=REGION).client("dynamodb")
+    store = new_task_store(client, f"pingback-guard-bench-res-{'ids' if batch_ids else 'single'}")
+    provider = CaptchaAiClient(simulator.base_url, lambda: simulator.api_key)
     now = time.time()
     for _ in range(DUE_TASKS):
-        task_id = client.submit(REQUEST, pingback_url="")
+        task_id = provider.submit(REQUEST, pingback_url="")
         store.record_submission(NewTask(task_id, REQUEST, now - 130, first_poll_at=now - 10))
     policy = _policy(ids_per_request=MAX_IDS_PER_RES_REQUEST if batch_ids else 1)
-    service = PollerService(store, client, policy, SolveTimes(default_seconds=20))
+    service = PollerService(store, provider, policy, SolveTimes(default_seconds=20))
     before = res_requests(simulator)
     recovered = sweeps = 0
     while recovered < DUE_TASKS and sweeps < MAX_SWEEPS:
@@ -82,22 +82,9 @@ def _recover_all(simulator: Simulator, batch_ids: bool) -> Recovery:
     )
 
 
-def _fresh_store(table_name: str) -> DynamoDbTaskStore:
-    facts = template_facts(template())
-    client = boto3.session.Session(region_name=REGION).client("dynamodb")
-    create_tasks_table(client, table_name)
-    settings = TableSettings(
-        table_name=table_name,
-        due_index_name="DueIndex",
-        due_shards=facts.due_shards,
-        result_ttl_seconds=facts.result_ttl_days * 86400,
-    )
-    return DynamoDbTaskStore(client, settings)
-
-
 def _policy(ids_per_request: int) -> PollPolicy:
     """The template's defaults, as the poller handler builds its policy."""
-    document = template()
+    document = project_template()
     return PollPolicy(
         retention_seconds=float(parameter_default(document, "RetentionSeconds")),
         backoff_base_seconds=float(parameter_default(document, "PollBackoffBaseSeconds")),

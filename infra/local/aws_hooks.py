@@ -1,8 +1,10 @@
-"""Inside a worker: botocore hooks that account for every AWS call and apply fault rules.
+"""Botocore hooks that account for every AWS call and apply fault rules: the one mechanism the
+local stack's workers, the bench and the handler tests count calls and make AWS fail with.
 
-Installed before the handler module is imported, through botocore's list of built-in handlers,
-so every session and client the function creates (boto3 default session, Powertools' own
-sessions) carries them.
+A worker installs them before the handler module is imported, through botocore's list of
+built-in handlers, so every session and client the function creates (boto3 default session,
+Powertools' own sessions) carries them; the bench and tests attach them to one session or client.
+A call is accounted once however many times botocore retries it.
 """
 
 import os
@@ -15,6 +17,7 @@ from typing import Any, NoReturn
 import botocore.handlers
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.exceptions import EndpointConnectionError
+from botocore.hooks import BaseEventHooks
 
 from infra.local.calls import OUTCOME_OK, AwsCall
 from infra.local.faults import FaultRule
@@ -51,14 +54,21 @@ class AwsCallHooks:
             self._rules = rules
 
     def install(self) -> None:
-        botocore.handlers.BUILTIN_HANDLERS.extend(
-            [
-                ("before-parameter-build", self._remember_call),
-                ("before-call", self._apply_faults),
-                ("after-call", self._account_response),
-                ("after-call-error", self._account_exception),
-            ]
-        )
+        """Into every session and client created from now on, in this process."""
+        botocore.handlers.BUILTIN_HANDLERS.extend(self._handlers())
+
+    def attach(self, events: BaseEventHooks) -> None:
+        """Into one session's or client's events (a session: before its clients are created)."""
+        for event_name, handler in self._handlers():
+            events.register(event_name, handler)
+
+    def _handlers(self) -> list[tuple[str, Callable[..., Any]]]:
+        return [
+            ("before-parameter-build", self._remember_call),
+            ("before-call", self._apply_faults),
+            ("after-call", self._account_response),
+            ("after-call-error", self._account_exception),
+        ]
 
     def _remember_call(
         self, params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any
@@ -81,10 +91,10 @@ class AwsCallHooks:
         if rule is None or facts is None:
             return None
         if rule.mode == "crash":
-            self._send(facts, "WorkerCrashed", injected=rule.mode)
+            self._send(facts, "WorkerCrashed", injected=rule.mode, answered=False)
             _crash()
         if rule.mode == "unavailable":
-            self._send(facts, EndpointConnectionError.__name__, injected=rule.mode)
+            self._send(facts, EndpointConnectionError.__name__, injected=rule.mode, answered=False)
             raise EndpointConnectionError(endpoint_url=params.get("url", ""))
         context[_INJECTED] = rule.mode
         if rule.mode == "delay":
@@ -106,12 +116,18 @@ class AwsCallHooks:
         outcome = (
             OUTCOME_OK if status < 300 else parsed.get("Error", {}).get("Code", f"HTTP{status}")
         )
-        self._send(facts, str(outcome), injected=context.get(_INJECTED))
+        scanned = parsed.get("ScannedCount")
+        self._send(
+            facts,
+            str(outcome),
+            injected=context.get(_INJECTED),
+            scanned_count=None if scanned is None else int(scanned),
+        )
 
     def _account_exception(self, exception: Exception, context: dict[str, Any], **_: Any) -> None:
         facts: _CallFacts | None = context.get(_FACTS)
         if facts is not None:
-            self._send(facts, type(exception).__name__)
+            self._send(facts, type(exception).__name__, answered=False)
 
     def _firing_rule(self, facts: _CallFacts) -> FaultRule | None:
         with self._lock:
@@ -121,7 +137,14 @@ class AwsCallHooks:
                 return rule
         return None
 
-    def _send(self, facts: _CallFacts, outcome: str, injected: str | None = None) -> None:
+    def _send(
+        self,
+        facts: _CallFacts,
+        outcome: str,
+        injected: str | None = None,
+        answered: bool = True,
+        scanned_count: int | None = None,
+    ) -> None:
         self._report(
             AwsCall(
                 function=self._function,
@@ -136,6 +159,8 @@ class AwsCallHooks:
                 task_ids=facts.task_ids,
                 update_expression=facts.update_expression,
                 condition_expression=facts.condition_expression,
+                answered=answered,
+                scanned_count=scanned_count,
             )
         )
 

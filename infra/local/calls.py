@@ -31,6 +31,10 @@ class AwsCall:
     task_ids: tuple[str, ...] = ()
     update_expression: str | None = None
     condition_expression: str | None = None
+    answered: bool = True
+    """Whether AWS answered at all (an error answer included): False when no answer came."""
+    scanned_count: int | None = None
+    """The items a Query or Scan answer says it read."""
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> "AwsCall":

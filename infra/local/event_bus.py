@@ -26,6 +26,7 @@ from infra.local.event_patterns import matches
 from infra.local.event_sources import LAMBDA_ASYNC_RETRIES, RuleSpec
 from infra.local.gateway import Invoker
 from infra.local.pool import PoolClosed
+from infra.local.threads import BackgroundThreads
 
 logger = logging.getLogger(__name__)
 
@@ -99,25 +100,19 @@ class LocalEventBus:
         self._published: deque[dict[str, Any]] = deque(maxlen=PUBLISHED_LOG_LIMIT)
         self._unfinished = 0
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._threads = BackgroundThreads()
         self._timers: set[threading.Timer] = set()
         self.stats = BusStats()
 
     def start(self) -> None:
         for _ in range(self._workers):
-            thread = threading.Thread(target=self._deliver_forever, daemon=True)
-            thread.start()
-            self._threads.append(thread)
+            self._threads.start(self._deliver_forever)
 
     def stop(self, timeout: float) -> None:
-        self._stopping.set()
         with self._lock:
             for timer in self._timers:
                 timer.cancel()
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        self._threads.stop(timeout)
 
     def put_events(self, entries: Sequence[BusEntry]) -> list[str]:
         """Accept the entries (event ids returned) and queue a delivery per matching target."""
@@ -164,7 +159,7 @@ class LocalEventBus:
         }
 
     def _deliver_forever(self) -> None:
-        while not self._stopping.is_set():
+        while not self._threads.stopping.is_set():
             try:
                 delivery = self._deliveries.get(timeout=_WAIT_SECONDS)
             except queue.Empty:

@@ -16,6 +16,7 @@ from infra.local.aws import ACCOUNT_ID
 from infra.local.gateway import Invoker
 from infra.local.pool import PoolClosed
 from infra.local.sources import ScheduleSource
+from infra.local.threads import BackgroundThreads
 
 logger = logging.getLogger(__name__)
 
@@ -45,22 +46,16 @@ class ScheduleRunner:
         self._invoke = invoke
         self._time_scale = time_scale
         self._region = region
-        self._stopping = threading.Event()
+        self._threads = BackgroundThreads()
         self._paused: set[str] = set()
-        self._threads: list[threading.Thread] = []
         self.fired: dict[str, int] = {schedule.logical_id: 0 for schedule in schedules}
 
     def start(self) -> None:
         for schedule in self._schedules:
-            thread = threading.Thread(target=self._run, args=(schedule,), daemon=True)
-            thread.start()
-            self._threads.append(thread)
+            self._threads.start(self._run, schedule)
 
     def stop(self, timeout: float) -> None:
-        self._stopping.set()
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        self._threads.stop(timeout)
 
     def set_enabled(self, enabled: bool) -> None:
         """Disable (or enable again) every schedule, as `aws scheduler update-schedule` would."""
@@ -69,7 +64,7 @@ class ScheduleRunner:
     def _run(self, schedule: ScheduleSource) -> None:
         period = schedule.interval_seconds / self._time_scale
         next_fire = time.monotonic() + period
-        while not self._stopping.wait(max(0.0, next_fire - time.monotonic())):
+        while not self._threads.stopping.wait(max(0.0, next_fire - time.monotonic())):
             if schedule.logical_id not in self._paused:
                 self.fired[schedule.logical_id] += 1
                 threading.Thread(target=self._fire, args=(schedule,), daemon=True).start()
@@ -82,7 +77,7 @@ class ScheduleRunner:
             )
         except PoolClosed:
             return
-        if not invocation.ok and not self._stopping.is_set():  # a stop ends its invocation
+        if not invocation.ok and not self._threads.stopping.is_set():  # a stop ends its invocation
             error = invocation.error or {}
             logger.warning(
                 "%s: scheduled invocation failed: %s: %s (trace in the function's log)",

@@ -116,47 +116,34 @@ def _integration_function(integration: Mapping[str, Any], functions: FunctionInd
     return functions.find(match.group(1) if match else uri)
 
 
+# The resource types that fire a function on a schedule, the key of their targets, and the
+# `source` of the events they send.
+_SCHEDULE_TYPES = (
+    ("AWS::Scheduler::Schedule", "Target", "aws.scheduler"),
+    ("AWS::Events::Rule", "Targets", "aws.events"),
+)
+
+
 def schedules(stack: DeployedStack, functions: FunctionIndex) -> list[ScheduleSource]:
     found: list[ScheduleSource] = []
-    for logical_id, definition in stack.resources_of_type("AWS::Scheduler::Schedule"):
-        properties = stack.resolver.resolve(definition.get("Properties", {}))
-        if properties.get("State", "ENABLED") != "ENABLED":
-            continue
-        target = properties["Target"]
-        found.extend(
-            _schedule(
-                stack,
-                logical_id=logical_id,
-                properties=properties,
-                target=target,
-                functions=functions,
-                event_source="aws.scheduler",
-            )
-        )
-    for logical_id, definition in stack.resources_of_type("AWS::Events::Rule"):
-        properties = stack.resolver.resolve(definition.get("Properties", {}))
-        if (
-            "ScheduleExpression" not in properties
-            or properties.get("State", "ENABLED") != "ENABLED"
-        ):
-            continue
-        for target in properties.get("Targets", []):
-            found.extend(
-                _schedule(
-                    stack,
-                    logical_id=logical_id,
-                    properties=properties,
-                    target=target,
-                    functions=functions,
-                    event_source="aws.events",
+    for resource_type, targets_key, event_source in _SCHEDULE_TYPES:
+        for logical_id, definition in stack.resources_of_type(resource_type):
+            properties = stack.resolver.resolve(definition.get("Properties", {}))
+            if (
+                "ScheduleExpression" not in properties
+                or properties.get("State", "ENABLED") != "ENABLED"
+            ):
+                continue
+            targets = properties.get(targets_key, [])
+            for target in targets if isinstance(targets, list) else [targets]:
+                found.extend(
+                    _schedule(stack, logical_id, properties, target, functions, event_source)
                 )
-            )
     return found
 
 
 def _schedule(
     stack: DeployedStack,
-    *,
     logical_id: str,
     properties: Mapping[str, Any],
     target: Mapping[str, Any],

@@ -10,7 +10,6 @@ to the dead-letter queue once received maxReceiveCount times.
 import base64
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -20,6 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from infra.local.gateway import Invoker
 from infra.local.pool import Invocation, PoolClosed
 from infra.local.sources import QueueSource
+from infra.local.threads import BackgroundThreads
 
 logger = logging.getLogger(__name__)
 
@@ -137,24 +137,16 @@ class QueuePoller:
         self._time_scale = time_scale
         self._region = region
         self._pollers = pollers
-        self._stopping = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._threads = BackgroundThreads()
         self.stats = PollerStats()
 
     def start(self) -> None:
         visibility = self._scaled_visibility_timeout()
         for _ in range(self._pollers):
-            thread = threading.Thread(
-                target=self._poll, args=(self._new_sqs_client(), visibility), daemon=True
-            )
-            thread.start()
-            self._threads.append(thread)
+            self._threads.start(self._poll, self._new_sqs_client(), visibility)
 
     def stop(self, timeout: float) -> None:
-        self._stopping.set()
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        self._threads.stop(timeout)
 
     def _scaled_visibility_timeout(self) -> int:
         attributes = self._new_sqs_client().get_queue_attributes(
@@ -163,14 +155,14 @@ class QueuePoller:
         return max(1, round(int(attributes["VisibilityTimeout"]) / self._time_scale))
 
     def _poll(self, sqs: Any, visibility_timeout: int) -> None:
-        while not self._stopping.is_set():
+        while not self._threads.stopping.is_set():
             try:
                 self._poll_once(sqs, visibility_timeout)
             except PoolClosed:
                 return
             except (BotoCoreError, ClientError) as failure:
                 logger.warning("%s: polling failed: %s", self.source.logical_id, failure)
-                self._stopping.wait(_RETRY_PAUSE_SECONDS)
+                self._threads.stopping.wait(_RETRY_PAUSE_SECONDS)
 
     def _poll_once(self, sqs: Any, visibility_timeout: int) -> None:
         messages = sqs.receive_message(

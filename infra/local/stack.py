@@ -11,7 +11,6 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any
 
 import requests
@@ -35,6 +34,7 @@ from infra.local.sources import FunctionIndex, http_routes, queue_sources, sched
 from infra.local.sqs_source import QueuePoller
 from infra.local.stream_pipe import StreamPipe
 from infra.local.template import SamTemplate
+from infra.service import Service
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class ReadyInfo:
         }
 
 
-class LocalStack:
+class LocalStack(Service):
     """Start with start() (or `with`); stop() ends every process and thread it started."""
 
     def __init__(self, options: LocalOptions) -> None:
@@ -154,18 +154,6 @@ class LocalStack:
         if self._ready is None:
             raise RuntimeError("the local stack is not started")
         return self._ready
-
-    def __enter__(self) -> "LocalStack":
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def start(self) -> ReadyInfo:
         try:

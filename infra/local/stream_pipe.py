@@ -27,6 +27,7 @@ from infra.local.event_bus import BusEntry
 from infra.local.event_patterns import matches
 from infra.local.event_sources import PipeSpec
 from infra.local.input_template import TemplateOutputError, render_detail
+from infra.local.threads import BackgroundThreads
 
 logger = logging.getLogger(__name__)
 
@@ -105,23 +106,19 @@ class StreamPipe:
         self._put_events = put_events
         self._duplicate_rate = duplicate_rate
         self._random = random.Random(seed)
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._threads = BackgroundThreads()
         self.stats = PipeStats()
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
+        self._threads.start(self._run)
 
     def stop(self, timeout: float) -> None:
-        self._stopping.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._threads.stop(timeout)
 
     def _run(self) -> None:
         streams = self._new_client("dynamodbstreams")
         iterators = self._shard_iterators(streams)
-        while not self._stopping.is_set():
+        while not self._threads.stopping.is_set():
             got_any = False
             for shard, iterator in list(iterators.items()):
                 try:
@@ -138,10 +135,10 @@ class StreamPipe:
                     )
             self.stats.mark_caught_up(not got_any)
             if not got_any:
-                self._stopping.wait(_POLL_SECONDS)
+                self._threads.stopping.wait(_POLL_SECONDS)
 
     def _shard_iterators(self, streams: Any) -> dict[str, str]:
-        while not self._stopping.is_set():
+        while not self._threads.stopping.is_set():
             try:
                 shards = streams.describe_stream(StreamArn=self.spec.stream_arn)[
                     "StreamDescription"
@@ -156,13 +153,13 @@ class StreamPipe:
                 }
             except (BotoCoreError, ClientError) as failure:
                 logger.warning("%s: the stream is not readable: %s", self.spec.logical_id, failure)
-                self._stopping.wait(1.0)
+                self._threads.stopping.wait(1.0)
         return {}
 
     def _execute_until_done(self, batch: list[dict[str, Any]]) -> None:
         self.stats.add(records=len(batch))
         attempt = 0
-        while not self._stopping.is_set():
+        while not self._threads.stopping.is_set():
             try:
                 self._execute(batch)
                 return
@@ -173,7 +170,7 @@ class StreamPipe:
             if 0 <= self.spec.maximum_retry_attempts < attempt:
                 self._dead_letter(batch, attempt)
                 return
-            self._stopping.wait(min(0.1 * 2**attempt, _MAX_BACKOFF_SECONDS))
+            self._threads.stopping.wait(min(0.1 * 2**attempt, _MAX_BACKOFF_SECONDS))
 
     def _execute(self, batch: Sequence[Mapping[str, Any]]) -> None:
         selected = [record for record in batch if self._selected(record)]

@@ -152,15 +152,63 @@ def http_event(
     return event
 
 
-def callback_post_form(raw: Event) -> Event:
-    """2captcha: POST application/x-www-form-urlencoded id, code, rate (base64 body)."""
-    form = urlencode({"id": SAMPLE_TASK_ID, "code": sample_token(), "rate": SAMPLE_RATE})
+def provider_callback(raw: Event, *, method: str, request_id: str, **request: Any) -> Event:
+    """A provider's pingback to the sample callback URL."""
     return http_event(
         raw,
-        method="POST",
+        method=method,
         route_path="/callback/{secret}",
         raw_path=f"/callback/{SAMPLE_CALLBACK_SECRET}",
         path_parameters={"secret": SAMPLE_CALLBACK_SECRET},
+        request_id=request_id,
+        **request,
+    )
+
+
+def worker_request(
+    raw: Event,
+    *,
+    method: str,
+    raw_path: str,
+    request_id: str,
+    route_path: str | None = None,
+    path_parameters: dict[str, str] | None = None,
+    body: bytes | None = None,
+) -> Event:
+    """A worker's SigV4-signed call to the task API (a JSON body, when it has one)."""
+    return http_event(
+        raw,
+        method=method,
+        route_path=route_path or raw_path,
+        raw_path=raw_path,
+        path_parameters=path_parameters,
+        body=body,
+        content_type=None if body is None else "application/json",
+        iam_caller=True,
+        source_ip=WORKER_IP,
+        user_agent="Boto3/1.35.0 md/Botocore#1.35.0",
+        request_id=request_id,
+    )
+
+
+def on_sample_task(raw: Event, *, method: str, suffix: str = "", **request: Any) -> Event:
+    """A worker's call on /tasks/{task_id}<suffix> for the sample task."""
+    return worker_request(
+        raw,
+        method=method,
+        route_path=f"/tasks/{{task_id}}{suffix}",
+        raw_path=f"/tasks/{SAMPLE_TASK_ID}{suffix}",
+        path_parameters={"task_id": SAMPLE_TASK_ID},
+        **request,
+    )
+
+
+def callback_post_form(raw: Event) -> Event:
+    """2captcha: POST application/x-www-form-urlencoded id, code, rate (base64 body)."""
+    form = urlencode({"id": SAMPLE_TASK_ID, "code": sample_token(), "rate": SAMPLE_RATE})
+    return provider_callback(
+        raw,
+        method="POST",
         body=form.encode(),
         content_type="application/x-www-form-urlencoded",
         base64_body=True,
@@ -170,12 +218,9 @@ def callback_post_form(raw: Event) -> Event:
 
 def callback_get(raw: Event, *, task_id: str = SAMPLE_TASK_ID, code: str | None = None) -> Event:
     """CaptchaAI: GET /callback/{secret}?id=..&code=.."""
-    return http_event(
+    return provider_callback(
         raw,
         method="GET",
-        route_path="/callback/{secret}",
-        raw_path=f"/callback/{SAMPLE_CALLBACK_SECRET}",
-        path_parameters={"secret": SAMPLE_CALLBACK_SECRET},
         query={"id": task_id, "code": sample_token() if code is None else code},
         request_id="CbGeT0000001Aw=",
     )
@@ -183,12 +228,9 @@ def callback_get(raw: Event, *, task_id: str = SAMPLE_TASK_ID, code: str | None 
 
 def callback_post_json(raw: Event) -> Event:
     body = json.dumps({"id": SAMPLE_TASK_ID, "code": sample_token()}).encode()
-    return http_event(
+    return provider_callback(
         raw,
         method="POST",
-        route_path="/callback/{secret}",
-        raw_path=f"/callback/{SAMPLE_CALLBACK_SECRET}",
-        path_parameters={"secret": SAMPLE_CALLBACK_SECRET},
         body=body,
         content_type="application/json",
         request_id="CbPoStJsOn01Aw=",
@@ -213,46 +255,18 @@ def submit_task(raw: Event) -> Event:
             "page_url": "https://www.google.com/recaptcha/api2/demo",
         }
     ).encode()
-    return http_event(
-        raw,
-        method="POST",
-        route_path="/tasks",
-        raw_path="/tasks",
-        body=body,
-        content_type="application/json",
-        iam_caller=True,
-        source_ip=WORKER_IP,
-        user_agent="Boto3/1.35.0 md/Botocore#1.35.0",
-        request_id="SuBmIt000001Aw=",
+    return worker_request(
+        raw, method="POST", raw_path="/tasks", body=body, request_id="SuBmIt000001Aw="
     )
 
 
 def get_task(raw: Event) -> Event:
-    return http_event(
-        raw,
-        method="GET",
-        route_path="/tasks/{task_id}",
-        raw_path=f"/tasks/{SAMPLE_TASK_ID}",
-        path_parameters={"task_id": SAMPLE_TASK_ID},
-        iam_caller=True,
-        source_ip=WORKER_IP,
-        user_agent="Boto3/1.35.0 md/Botocore#1.35.0",
-        request_id="GeTtAsK00001Aw=",
-    )
+    return on_sample_task(raw, method="GET", request_id="GeTtAsK00001Aw=")
 
 
 def issue_pingback_url(raw: Event) -> Event:
-    return http_event(
-        raw,
-        method="POST",
-        route_path="/pingback-urls",
-        raw_path="/pingback-urls",
-        body=b"{}",
-        content_type="application/json",
-        iam_caller=True,
-        source_ip=WORKER_IP,
-        user_agent="Boto3/1.35.0 md/Botocore#1.35.0",
-        request_id="IsSuEuRl0001Aw=",
+    return worker_request(
+        raw, method="POST", raw_path="/pingback-urls", body=b"{}", request_id="IsSuEuRl0001Aw="
     )
 
 
@@ -266,34 +280,13 @@ def register_task(raw: Event) -> Event:
             "page_url": "https://www.google.com/recaptcha/api2/demo",
         }
     ).encode()
-    return http_event(
-        raw,
-        method="PUT",
-        route_path="/tasks/{task_id}",
-        raw_path=f"/tasks/{SAMPLE_TASK_ID}",
-        path_parameters={"task_id": SAMPLE_TASK_ID},
-        body=body,
-        content_type="application/json",
-        iam_caller=True,
-        source_ip=WORKER_IP,
-        user_agent="Boto3/1.35.0 md/Botocore#1.35.0",
-        request_id="ReGiStEr0001Aw=",
-    )
+    return on_sample_task(raw, method="PUT", body=body, request_id="ReGiStEr0001Aw=")
 
 
 def report_task(raw: Event) -> Event:
-    return http_event(
-        raw,
-        method="POST",
-        route_path="/tasks/{task_id}/report",
-        raw_path=f"/tasks/{SAMPLE_TASK_ID}/report",
-        path_parameters={"task_id": SAMPLE_TASK_ID},
-        body=json.dumps({"correct": False}).encode(),
-        content_type="application/json",
-        iam_caller=True,
-        source_ip=WORKER_IP,
-        user_agent="Boto3/1.35.0 md/Botocore#1.35.0",
-        request_id="RePoRt000001Aw=",
+    body = json.dumps({"correct": False}).encode()
+    return on_sample_task(
+        raw, method="POST", suffix="/report", body=body, request_id="RePoRt000001Aw="
     )
 
 

@@ -7,9 +7,9 @@ import secrets
 import threading
 import time
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any, Final
 
+from infra.service import Service
 from infra.simulator.config import Faults, SimulatorConfig
 from infra.simulator.faults import FaultControl
 from infra.simulator.pingback import PingbackDispatcher
@@ -26,7 +26,7 @@ SERVE_POLL_SECONDS: Final = 0.02
 THREAD_STOP_SECONDS: Final = 2.0
 
 
-class Simulator:
+class Simulator(Service):
     """A CaptchaAI-compatible provider on 127.0.0.1, run on background threads.
 
     `start()` returns the base URL (in.php and res.php live under it); `stop()` ends the HTTP
@@ -126,15 +126,3 @@ class Simulator:
     def stats(self) -> dict[str, dict[str, int]]:
         """Request and pingback counters (the body of GET /_sim/stats)."""
         return self._counters.snapshot()
-
-    def __enter__(self) -> Simulator:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()

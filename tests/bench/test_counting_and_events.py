@@ -5,32 +5,39 @@ from __future__ import annotations
 import json
 from urllib.parse import parse_qs
 
-from botocore.hooks import HierarchicalEmitter
+import boto3
+import pytest
+from botocore.exceptions import EndpointConnectionError
+from moto import mock_aws
 
-from bench.aws_counting import AwsCallCounter
+from bench.aws_counting import CallWindows
 from bench.cost import Invocation
 from bench.events import callback_event, get_task_event, recaptcha_token, sqs_event
 from bench.table_paths import HandlerSamples, PathResult, emitted_metrics
-
-
-def emit_call(events: HierarchicalEmitter, operation: str, parsed: dict[str, int]) -> None:
-    events.emit(f"before-call.dynamodb.{operation}", model=None, params={})
-    events.emit(f"after-call.dynamodb.{operation}", http_response=None, parsed=parsed)
+from infra.local.faults import FaultRule
+from infra.project_template import create_tasks_table
 
 
 def test_calls_are_counted_only_inside_a_window_and_sorted_by_kind() -> None:
-    events = HierarchicalEmitter()
-    counter = AwsCallCounter()
-    counter.attach(events)
-    emit_call(events, "UpdateItem", {})
-    with counter.window("path") as tally:
-        emit_call(events, "UpdateItem", {})
-        emit_call(events, "Query", {"ScannedCount": 5, "Count": 4})
-        events.emit("before-call.sqs.SendMessage", model=None, params={})
-    assert (tally.table_writes, tally.table_reads, tally.table_queries) == (1, 1, 1)
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        create_tasks_table(dynamodb, "tasks")
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        windows = CallWindows()
+        windows.hooks.attach(dynamodb.meta.events)
+        windows.hooks.attach(sqs.meta.events)
+        key = {"task_id": {"S": "1"}}
+        dynamodb.put_item(TableName="tasks", Item=key)
+        with windows.window("path") as tally:
+            dynamodb.put_item(TableName="tasks", Item=key)
+            dynamodb.scan(TableName="tasks")
+            windows.hooks.set_rules((FaultRule(mode="unavailable", service="sqs"),))
+            with pytest.raises(EndpointConnectionError):
+                sqs.send_message(QueueUrl="https://sqs.us-east-1.amazonaws.com/1/q", MessageBody="")
+    assert (tally.table_writes, tally.table_reads, tally.table_queries) == (1, 1, 0)
     assert tally.count("sqs") == 1
-    assert (tally.items_scanned, tally.items_returned, tally.pages) == (5, 4, [(5, 4)])
-    assert dict(tally.unanswered) == {"sqs.SendMessage": 1}
+    assert tally.scanned_counts == [1]
+    assert dict(tally.by_kind(answered=False)) == {"sqs.SendMessage": 1}
 
 
 def test_emitted_metrics_are_name_plus_dimension_values() -> None:
@@ -80,12 +87,3 @@ def test_an_sqs_event_has_one_record_per_message() -> None:
         ("m1", "r1", "{}")
     ]
     assert records[0]["attributes"]["ApproximateReceiveCount"] == "1"
-
-
-def test_load_slices_add_up() -> None:
-    from bench.throughput import LoadResult, TaskIds
-
-    total = LoadResult(100, 1, 2.5) + LoadResult(60, 0, 2.5)
-    assert (total.completed, total.failed, total.per_second) == (160, 1, 32.0)
-    ids = TaskIds(5)
-    assert [ids.next(), ids.next()] == ["5", "6"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from bench.outcome import (
     FAILED,
-    NOT_MEASURED,
     Headline,
     SectionOutcome,
     markdown_table,
@@ -28,7 +27,7 @@ def outcomes() -> list[SectionOutcome]:
         SectionOutcome(
             key="three",
             title="3. Skipped",
-            status=NOT_MEASURED,
+            status=FAILED,
             note="no local stack",
             headlines=[Headline("ratio", "pending")],
         ),
@@ -47,7 +46,7 @@ def test_headline_rows_show_verdicts_failures_and_skips() -> None:
     assert headline_rows(outcomes()) == [
         ["1", "writes / task", "1", "1", "met"],
         ["2", "2. Broken", "failed: ValueError: boom", "", ""],
-        ["3", "ratio", "not measured", "", ""],
+        ["3", "ratio", "failed", "", ""],
     ]
 
 
@@ -55,7 +54,7 @@ def test_the_report_has_every_section_and_says_why_one_is_missing() -> None:
     report = markdown_report(RUN, outcomes())
     for expected in ("## 1. Measured", "detail line", "## 2. Broken", "ValueError: boom"):
         assert expected in report
-    assert "**not measured**: no local stack" in report
+    assert "**failed**: no local stack" in report
 
 
 def test_results_json_keys_sections_by_name() -> None:

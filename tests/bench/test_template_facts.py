@@ -6,11 +6,11 @@ from typing import Any
 
 from bench.template_facts import (
     MINUTES_PER_MONTH,
-    function_environment,
     index_attributes,
     metrics_in_alarm,
     template_facts,
 )
+from infra.project_template import function_environment
 from tests.support import template
 
 SMALL_TEMPLATE: dict[str, Any] = {

@@ -15,13 +15,25 @@ from moto import mock_aws
 
 from infra.dynamodb_local import DynamoDbLocal
 from infra.moto_atomic import make_dynamodb_writes_atomic
+from infra.project_template import create_tasks_table, functions_environment
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.settings import TableSettings
 from tests.integration.handler_support import API_KEY, PREVIOUS_SECRET, SECRET, TABLE
-from tests.support import create_tasks_table
+from tests.support import template
 
 TABLE_NAME = "pingback-guard-tasks-test"
 SHARDS = 4
+# The handlers the suites load, in one process: the template's environment of each (they never
+# disagree), with the tests' resources and a few test values over it.
+HANDLER_FUNCTIONS = (
+    "SubmitFunction",
+    "GetTaskFunction",
+    "RegisterFunction",
+    "ReportFunction",
+    "CallbackFunction",
+    "ReplayFunction",
+    "PollerFunction",
+)
 
 
 @pytest.fixture
@@ -104,20 +116,17 @@ def stack(aws: None, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         Name="pg-callback-secret",
         SecretString=json.dumps({"current": SECRET, "previous": PREVIOUS_SECRET}),
     )["ARN"]
-    boto3.client("ssm", region_name="us-east-1").put_parameter(
-        Name="/pg/provider-api-key", Value=API_KEY, Type="SecureString"
-    )
+    physical_ids = {"TasksTable": TABLE, "DeadLetterQueue": dlq, "CallbackSecret": secret_arn}
     env = {
-        "TASKS_TABLE_NAME": TABLE,
-        "DUE_INDEX_NAME": "DueIndex",
-        "DUE_SHARDS": "4",
-        "DEAD_LETTER_QUEUE_URL": dlq,
-        "CALLBACK_SECRET_ID": secret_arn,
-        "PROVIDER_API_KEY_PARAMETER": "/pg/provider-api-key",
+        **functions_environment(template(), HANDLER_FUNCTIONS, physical_ids, "us-east-1"),
+        "DUE_SHARDS": str(SHARDS),
         "PROVIDER_BASE_URL": "https://provider.invalid",
         "PINGBACK_VERIFICATION_TOKEN": "verify-me-123",
         "POLLER_DEADLINE_MARGIN_SECONDS": "1",
     }
+    boto3.client("ssm", region_name="us-east-1").put_parameter(
+        Name=env["PROVIDER_API_KEY_PARAMETER"], Value=API_KEY, Type="SecureString"
+    )
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     parameters.clear_caches()

@@ -9,8 +9,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from botocore.exceptions import EndpointConnectionError
-
+from infra.local.aws_hooks import AwsCallHooks
+from infra.local.faults import FaultRule
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.task import CaptchaRequest, NewTask
 from pingback_guard.logic import capability
@@ -57,13 +57,17 @@ def item(stack: dict[str, Any], task_id: str) -> dict[str, Any] | None:
     return found.get("Item")
 
 
-def fail_table_writes(module: ModuleType) -> None:
-    def unavailable(**_: Any) -> None:
-        raise EndpointConnectionError(endpoint_url="https://dynamodb.test")
+def table_writes_unavailable(client: Any) -> AwsCallHooks:
+    """From now on every UpdateItem through `client` fails to connect, as when the table is
+    down, until the returned hooks' rules are cleared (`set_rules(())`)."""
+    hooks = AwsCallHooks("test", report=lambda _call: None)
+    hooks.set_rules((FaultRule(mode="unavailable", service="dynamodb", operation="UpdateItem"),))
+    hooks.attach(client.meta.events)
+    return hooks
 
-    module.service._store._client.meta.events.register(
-        "before-send.dynamodb.UpdateItem", unavailable
-    )
+
+def fail_table_writes(module: ModuleType) -> None:
+    table_writes_unavailable(module.service._store._client)
 
 
 def emitted_metrics(output: str) -> dict[str, float]:

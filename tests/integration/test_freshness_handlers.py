@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from infra.lambda_context import FakeLambdaContext
 from tests.fakes import FakeProvider
 from tests.integration.handler_support import (
     TOKEN,
@@ -20,7 +21,6 @@ from tests.integration.handler_support import (
     register,
     with_principal,
 )
-from tests.lambda_context import FakeLambdaContext
 
 TASK = "70000000001"
 

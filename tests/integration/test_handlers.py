@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import EndpointConnectionError
 
+from infra.lambda_context import FakeLambdaContext
 from pingback_guard.domain.errors import ProviderRejectedError
 from tests.fakes import FakeProvider
 from tests.integration.handler_support import (
@@ -31,7 +32,6 @@ from tests.integration.handler_support import (
     register,
     with_principal,
 )
-from tests.lambda_context import FakeLambdaContext
 
 
 class TestCallback:

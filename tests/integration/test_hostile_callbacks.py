@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from infra.lambda_context import FakeLambdaContext
 from tests.integration.handler_support import (
     PREVIOUS_SECRET,
     SECRET,
@@ -23,7 +24,6 @@ from tests.integration.handler_support import (
     event,
     item,
 )
-from tests.lambda_context import FakeLambdaContext
 
 DOCUMENTED_STATUSES = {200, 400, 403, 503}
 INJECTIONS = [

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from infra.lambda_context import FakeLambdaContext
 from pingback_guard.logic import capability
 from tests.fakes import FakeProvider, nonce_for
 from tests.integration.handler_support import (
@@ -31,7 +32,6 @@ from tests.integration.handler_support import (
     register,
     with_principal,
 )
-from tests.lambda_context import FakeLambdaContext
 
 OTHER_OWNER = "arn:aws:iam::123456789012:user/someone-else"
 ADMIN = "arn:aws:iam::123456789012:role/ops-admin"

@@ -20,8 +20,9 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from botocore.exceptions import EndpointConnectionError
 from moto import mock_aws
 
+from infra.lambda_context import FakeLambdaContext
 from result_consumer.applied import ApplyFailed
-from tests.lambda_context import FakeLambdaContext
+from tests.integration.handler_support import table_writes_unavailable
 from tests.support import template
 
 IDEMPOTENCY_TABLE = "pg-consumer-idempotency"
@@ -135,14 +136,10 @@ def test_a_failed_apply_is_applied_once_when_the_event_comes_again(
 ) -> None:
     event = result_event("1004", "SOLVED")
 
-    def unavailable(**_: Any) -> None:
-        raise EndpointConnectionError(endpoint_url="https://dynamodb.test")
-
-    events = consumer.dynamodb.meta.events
-    events.register("before-send.dynamodb.UpdateItem", unavailable)
+    outage = table_writes_unavailable(consumer.dynamodb)
     with pytest.raises(ApplyFailed):
         consumer.handler(event, FakeLambdaContext())
-    events.unregister("before-send.dynamodb.UpdateItem", unavailable)
+    outage.set_rules(())
     assert applied_counts() == {}
 
     consumer.handler(event, FakeLambdaContext())

@@ -1,4 +1,6 @@
-"""The fixture template's stack, started once per test module that asks for it."""
+"""The stacks the local suites run on, each started once per test module that asks for it: the
+fixture template's (`local_stack`), or the project's template against the CaptchaAI simulator
+(`simulator` and `stack`, configured by the module's SIMULATOR and STACK_OPTIONS)."""
 
 import os
 from collections.abc import Callable, Iterator
@@ -7,6 +9,8 @@ from typing import Any
 import pytest
 
 from infra.local import LocalOptions, LocalStack
+from infra.project_template import TEMPLATE_PATH
+from infra.simulator import Simulator, SimulatorConfig
 from tests.local.support import (
     FIXTURE_TEMPLATE,
     LEAK_SENTINEL,
@@ -41,3 +45,28 @@ def local_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack
 @pytest.fixture
 def aws(local_stack: LocalStack) -> Callable[[str], Any]:
     return local_stack.ready.aws_client
+
+
+@pytest.fixture(scope="module")
+def simulator(request: pytest.FixtureRequest) -> Iterator[Simulator]:
+    """A simulator with the settings of the module's SIMULATOR mapping."""
+    with Simulator(SimulatorConfig.from_mapping(request.module.SIMULATOR)) as sim:
+        yield sim
+
+
+@pytest.fixture(scope="module")
+def stack(
+    request: pytest.FixtureRequest,
+    simulator: Simulator,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[LocalStack]:
+    """template.yaml against `simulator`, with the module's STACK_OPTIONS (LocalOptions fields)."""
+    options = LocalOptions(
+        template=TEMPLATE_PATH,
+        provider_url=simulator.base_url,
+        provider_api_key=simulator.api_key,
+        run_dir=tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]),
+        **request.module.STACK_OPTIONS,
+    )
+    with LocalStack(options) as running:
+        yield running

@@ -9,6 +9,11 @@ from typing import Any
 FIXTURE_TEMPLATE = Path(__file__).parent / "fixtures" / "template.yaml"
 PROVIDER_API_KEY = "fixture-provider-key-5b2f"
 LEAK_SENTINEL = "PINGBACK_GUARD_TEST_PARENT_ONLY"
+# A simulator that solves every task within 1-2 s (a module's SIMULATOR adds its seed).
+QUICK_SOLVES = {
+    "solve_time": {"kind": "uniform", "min_seconds": 1, "max_seconds": 2},
+    "unsolvable_rate": 0,
+}
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.2) -> Any:

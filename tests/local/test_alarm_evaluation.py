@@ -70,6 +70,22 @@ AWS_TABLE = [
 ]  # fmt: skip
 
 
+def summed_inputs(metric_by_id: dict[str, str]) -> list[dict[str, Any]]:
+    """Metric-math inputs, not returned themselves: each id the per-minute Sum of metric N/name."""
+    return [
+        {
+            "Id": query_id,
+            "ReturnData": False,
+            "MetricStat": {
+                "Metric": {"Namespace": "N", "MetricName": name},
+                "Period": 60,
+                "Stat": "Sum",
+            },
+        }
+        for query_id, name in metric_by_id.items()
+    ]
+
+
 @pytest.mark.parametrize(("pattern", "expected"), AWS_TABLE)
 @pytest.mark.parametrize("treat", ["missing", "ignore", "breaching", "notBreaching"])
 def test_treat_missing_data_follows_the_documented_table(
@@ -218,18 +234,7 @@ def test_metric_math_fills_missing_series_and_adds_them() -> None:
     properties = {
         "Metrics": [
             {"Id": "total", "Expression": "FILL(a, 0) + FILL(b, 0)", "ReturnData": True},
-            *[
-                {
-                    "Id": name,
-                    "ReturnData": False,
-                    "MetricStat": {
-                        "Metric": {"Namespace": "N", "MetricName": name.upper()},
-                        "Period": 60,
-                        "Stat": "Sum",
-                    },
-                }
-                for name in ("a", "b")
-            ],
+            *summed_inputs({"a": "A", "b": "B"}),
         ],
         "EvaluationPeriods": 2,
         "DatapointsToAlarm": 1,
@@ -252,18 +257,7 @@ def test_metric_math_without_fill_is_missing_where_an_operand_is() -> None:
     properties = {
         "Metrics": [
             {"Id": "rate", "Expression": "rejected / total * 100"},
-            *[
-                {
-                    "Id": name,
-                    "ReturnData": False,
-                    "MetricStat": {
-                        "Metric": {"Namespace": "N", "MetricName": name},
-                        "Period": 60,
-                        "Stat": "Sum",
-                    },
-                }
-                for name in ("rejected", "total")
-            ],
+            *summed_inputs({"rejected": "rejected", "total": "total"}),
         ],
         "EvaluationPeriods": 2,
         "Threshold": 50,

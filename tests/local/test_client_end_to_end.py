@@ -9,17 +9,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 from botocore.credentials import Credentials
 
-from infra.local import LocalOptions, LocalStack
+from infra.local import LocalStack
 from infra.local.aws import WORKER
 from infra.local.signing import credentials_of
-from infra.simulator import Simulator, SimulatorConfig
+from infra.simulator import Simulator
 from pingback_guard_client import (
     ApiError,
     AsyncClient,
@@ -27,41 +26,18 @@ from pingback_guard_client import (
     CredentialsError,
     WaitTimeout,
 )
+from tests.local.support import QUICK_SOLVES
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(300)]
 
-PROJECT_TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
+SIMULATOR = {**QUICK_SOLVES, "seed": 11}
+STACK_OPTIONS: dict[str, Any] = {
+    "time_scale": 30,  # the poller every 2 s
+    "parameter_overrides": {"CallbackTimeoutSeconds": "10", "PollBackoffBaseSeconds": "5"},
+}
 SITEKEY = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-"
 PAGE_URL = "https://www.google.com/recaptcha/api2/demo"
 GATEWAY_NOT_FOUND = {"message": "Not Found"}
-
-
-@pytest.fixture(scope="module")
-def simulator() -> Iterator[Simulator]:
-    with Simulator(
-        SimulatorConfig.from_mapping(
-            {
-                "seed": 11,
-                "solve_time": {"kind": "uniform", "min_seconds": 1, "max_seconds": 2},
-                "unsolvable_rate": 0,
-            }
-        )
-    ) as sim:
-        yield sim
-
-
-@pytest.fixture(scope="module")
-def stack(simulator: Simulator, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    options = LocalOptions(
-        template=PROJECT_TEMPLATE,
-        provider_url=simulator.base_url,
-        provider_api_key=simulator.api_key,
-        time_scale=30,  # the poller every 2 s
-        parameter_overrides={"CallbackTimeoutSeconds": "10", "PollBackoffBaseSeconds": "5"},
-        run_dir=tmp_path_factory.mktemp("client-e2e"),
-    )
-    with LocalStack(options) as running:
-        yield running
 
 
 @pytest.fixture

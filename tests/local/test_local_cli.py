@@ -4,28 +4,17 @@ import json
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 import requests
 
+from infra.local.processes import read_first_line
 from tests.local.support import FIXTURE_TEMPLATE, alive, descendant_pids, wait_until
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(180)]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
-    assert process.stdout is not None
-    stdout = process.stdout
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.append(stdout.readline()), daemon=True)
-    reader.start()
-    reader.join(timeout)
-    assert lines, "no ready line"
-    return lines[0]
 
 
 def test_serve_prints_one_ready_line_and_stops_everything_on_sigterm(tmp_path: Path) -> None:
@@ -49,7 +38,7 @@ def test_serve_prints_one_ready_line_and_stops_everything_on_sigterm(tmp_path: P
         command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        ready = json.loads(_first_line(process, timeout=120))
+        ready = json.loads(read_first_line(process, 120, what="python -m infra.local"))
         for key in ("api_url", "aws_endpoint_url", "control_url", "tasks_table", "dlq_url"):
             assert ready[key], key
         assert ready["parking_queue_url"]

@@ -4,19 +4,32 @@ within one check interval of the provider finishing it, with honest bounds; then
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 
-from infra.local import LocalOptions, LocalStack
-from infra.simulator import Simulator, SimulatorConfig
+from infra.local import LocalStack
+from infra.simulator import Simulator
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(300)]
 
-PROJECT_TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
+SIMULATOR = {
+    "seed": 11,
+    # Finished well after the first poll time, so only a read-through can be prompt.
+    "solve_time": {"kind": "uniform", "min_seconds": 20, "max_seconds": 23},
+    "unsolvable_rate": 0,
+    "faults": {"pingback_drop_rate": 1.0},
+}
+STACK_OPTIONS: dict[str, Any] = {
+    # The scheduled poller asks once at the first poll time, then backs off for minutes:
+    # whatever arrives in this test arrives by read-through.
+    "parameter_overrides": {
+        "CallbackTimeoutSeconds": "10",
+        "PollBackoffBaseSeconds": "600",
+        "PollBackoffMaxSeconds": "3600",
+    },
+}
 TASK = {
     "method": "userrecaptcha",
     "sitekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
@@ -28,41 +41,6 @@ CHECK_INTERVAL = 5.0  # ReadThroughIntervalSeconds, the template's default
 FIRST_POLL_AFTER = 15.0
 WORKER_GET_EVERY = 0.5
 SLACK = 1.5  # one GET period, a request's latency and the two processes' clocks
-
-
-@pytest.fixture(scope="module")
-def simulator() -> Iterator[Simulator]:
-    with Simulator(
-        SimulatorConfig.from_mapping(
-            {
-                "seed": 11,
-                # Finished well after the first poll time, so only a read-through can be prompt.
-                "solve_time": {"kind": "uniform", "min_seconds": 20, "max_seconds": 23},
-                "unsolvable_rate": 0,
-                "faults": {"pingback_drop_rate": 1.0},
-            }
-        )
-    ) as sim:
-        yield sim
-
-
-@pytest.fixture(scope="module")
-def stack(simulator: Simulator, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    options = LocalOptions(
-        template=PROJECT_TEMPLATE,
-        provider_url=simulator.base_url,
-        provider_api_key=simulator.api_key,
-        # The scheduled poller asks once at the first poll time, then backs off for minutes:
-        # whatever arrives in this test arrives by read-through.
-        parameter_overrides={
-            "CallbackTimeoutSeconds": "10",
-            "PollBackoffBaseSeconds": "600",
-            "PollBackoffMaxSeconds": "3600",
-        },
-        run_dir=tmp_path_factory.mktemp("read-through"),
-    )
-    with LocalStack(options) as running:
-        yield running
 
 
 def truth(simulator: Simulator, task_id: str) -> dict[str, Any]:

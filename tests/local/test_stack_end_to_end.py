@@ -12,50 +12,26 @@ from typing import Any
 import pytest
 import requests
 
-from infra.local import FaultRule, LocalOptions, LocalStack
-from infra.simulator import Simulator, SimulatorConfig
-from tests.local.support import wait_until
+from infra.local import FaultRule, LocalStack
+from infra.simulator import Simulator
+from tests.local.support import QUICK_SOLVES, wait_until
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(300)]
 
-PROJECT_TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
+SIMULATOR = {**QUICK_SOLVES, "seed": 7}
+STACK_OPTIONS: dict[str, Any] = {
+    "time_scale": 30,  # the poller every 2 s, DLQ visibility 6 s
+    "parameter_overrides": {
+        "CallbackTimeoutSeconds": "10",
+        "PollBackoffBaseSeconds": "5",
+        "MaxReceiveCount": "2",
+    },
+}
 TASK = {
     "method": "userrecaptcha",
     "sitekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
     "page_url": "https://www.google.com/recaptcha/api2/demo",
 }
-
-
-@pytest.fixture(scope="module")
-def simulator() -> Iterator[Simulator]:
-    with Simulator(
-        SimulatorConfig.from_mapping(
-            {
-                "seed": 7,
-                "solve_time": {"kind": "uniform", "min_seconds": 1, "max_seconds": 2},
-                "unsolvable_rate": 0,
-            }
-        )
-    ) as sim:
-        yield sim
-
-
-@pytest.fixture(scope="module")
-def stack(simulator: Simulator, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    options = LocalOptions(
-        template=PROJECT_TEMPLATE,
-        provider_url=simulator.base_url,
-        provider_api_key=simulator.api_key,
-        time_scale=30,  # the poller every 2 s, DLQ visibility 6 s
-        parameter_overrides={
-            "CallbackTimeoutSeconds": "10",
-            "PollBackoffBaseSeconds": "5",
-            "MaxReceiveCount": "2",
-        },
-        run_dir=tmp_path_factory.mktemp("e2e"),
-    )
-    with LocalStack(options) as running:
-        yield running
 
 
 @pytest.fixture(autouse=True)

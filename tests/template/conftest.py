@@ -13,7 +13,7 @@ from samtranslator.translator.transform import (  # type: ignore[import-untyped,
     transform,
 )
 
-from tests.support import TEMPLATE_PATH
+from infra.project_template import TEMPLATE_PATH
 from tests.support import template as project_template
 
 ROOT = TEMPLATE_PATH.parent

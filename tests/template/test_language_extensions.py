@@ -9,7 +9,7 @@ import pytest
 
 from infra.local.cfn_yaml import CfnYamlError, load_cfn_yaml
 from infra.local.language_extensions import apply_language_extensions
-from tests.support import TEMPLATE_PATH
+from infra.project_template import TEMPLATE_PATH
 
 LOOPED: dict[str, Any] = {
     "Transform": ["AWS::LanguageExtensions", "AWS::Serverless-2016-10-31"],

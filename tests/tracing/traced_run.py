@@ -15,10 +15,10 @@ import time
 import boto3
 from moto import mock_aws
 
+from infra.lambda_context import FakeLambdaContext
 from infra.moto_atomic import make_dynamodb_writes_atomic
+from infra.project_template import create_tasks_table
 from tests.integration.handler_support import API_KEY, SECRET, TABLE, TOKEN, callback_get
-from tests.lambda_context import FakeLambdaContext
-from tests.support import create_tasks_table
 
 PENDING_TASK_IDS = ("71000000001", "71000000002")
 

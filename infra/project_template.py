@@ -1,0 +1,85 @@
+"""template.yaml as the harness reads it outside a deployment: the document, its parameter
+defaults, a function's environment, and the tasks table as declared."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from infra.local.cfn_yaml import load_cfn_yaml
+
+TEMPLATE_PATH = Path(__file__).resolve().parent.parent / "template.yaml"
+TABLE_KEYS_MOTO_TAKES = (
+    "AttributeDefinitions",
+    "KeySchema",
+    "GlobalSecondaryIndexes",
+    "BillingMode",
+)
+
+
+@cache
+def project_template() -> dict[str, Any]:
+    return load_cfn_yaml(TEMPLATE_PATH)
+
+
+def parameter_default(template: Mapping[str, Any], name: str) -> Any:
+    return template["Parameters"][name]["Default"]
+
+
+def create_tasks_table(client: Any, table_name: str) -> None:
+    """Create the table exactly as template.yaml declares its keys and indexes."""
+    properties = project_template()["Resources"]["TasksTable"]["Properties"]
+    definition = {key: properties[key] for key in TABLE_KEYS_MOTO_TAKES if key in properties}
+    client.create_table(TableName=table_name, **definition)
+
+
+def functions_environment(
+    template: Mapping[str, Any],
+    logical_ids: Iterable[str],
+    physical_ids: Mapping[str, str],
+    region: str,
+) -> dict[str, str]:
+    """The variables of several functions in one environment (they never disagree)."""
+    merged: dict[str, str] = {}
+    for logical_id in logical_ids:
+        merged.update(function_environment(template, logical_id, physical_ids, region))
+    return merged
+
+
+def function_environment(
+    template: Mapping[str, Any],
+    logical_id: str,
+    physical_ids: Mapping[str, str],
+    region: str,
+) -> dict[str, str]:
+    """A function's variables with Refs resolved: parameters to defaults, resources to ids.
+
+    A variable set by a condition (AWS_ENDPOINT_URL) is left out: its default is no value.
+    """
+    own = template["Resources"][logical_id]["Properties"].get("Environment", {})
+    merged = {**global_variables(template), **own.get("Variables", {})}
+    resolved = {
+        name: _resolved(template, value, physical_ids, region) for name, value in merged.items()
+    }
+    return {name: value for name, value in resolved.items() if value is not None}
+
+
+def global_variables(template: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(template["Globals"]["Function"]["Environment"]["Variables"])
+
+
+def _resolved(
+    template: Mapping[str, Any], value: Any, physical_ids: Mapping[str, str], region: str
+) -> str | None:
+    if isinstance(value, str | int | float):
+        return str(value)
+    if isinstance(value, Mapping) and set(value) == {"Ref"}:
+        name = value["Ref"]
+        if name == "AWS::Region":
+            return region
+        if name in template.get("Parameters", {}):
+            return str(parameter_default(template, name))
+        return physical_ids[name]
+    return None
