@@ -4,7 +4,7 @@ The local stack (infra.local, template.yaml at its DEFAULT parameters, real time
 because the freshness rules run on wall-clock time inside the functions) against the CaptchaAI
 simulator (solve times lognormal, median 25 s, as the simulator's default). A simulated worker
 per task submits with POST /tasks and waits with GET /tasks/{task_id} about once a second
-(bench/freshness_worker.py). Each stack variant runs two phases: no pingback lost, then every
+(infra/client_worker.py). Each stack variant runs two phases: no pingback lost, then every
 pingback lost. Ages are measured against the simulator's truth (when it really finished each
 task), never against what the stack says; the stack's own claims are checked against it.
 """
@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.cost import MILLION, Usage, cost_by_service
-from bench.freshness_worker import GET_PERIOD_SECONDS, ClientWaiter
 from bench.outcome import Headline, SectionOutcome, markdown_table, number
 from bench.provider import API_KEY
+from infra.client_worker import GET_PERIOD_SECONDS, ClientWaiter
 from infra.local import LocalOptions, LocalStack
 from infra.project_template import TEMPLATE_PATH, parameter_default, project_template
 from infra.simulator import Faults, Simulator, SimulatorConfig, SolveTimeDistribution

@@ -38,6 +38,8 @@ class BaselineCounters:
     res_requests: int = 0
     callbacks_refused_by_crash: int = 0
     restarts: int = 0
+    stored_at: dict[str, float] = field(default_factory=dict)
+    """When each result reached the memory: the seed's worker reads it from there at once."""
 
 
 class SeedBaseline:
@@ -157,6 +159,7 @@ class SeedBaseline:
             if task_id not in memory.results:
                 memory.results[task_id] = code
                 memory.pending.pop(task_id, None)
+                self.counters.stored_at.setdefault(task_id, time.time())
         return 200
 
     def _poll_forever(self) -> None:
@@ -185,6 +188,7 @@ class SeedBaseline:
             with memory.lock:
                 memory.results.setdefault(task_id, str(answer["request"]))
                 memory.pending.pop(task_id, None)
+                self.counters.stored_at.setdefault(task_id, time.time())
         elif answer.get("request") != "CAPCHA_NOT_READY":
             with memory.lock:
                 memory.pending.pop(task_id, None)

@@ -189,9 +189,9 @@ def figures(
         ),
         "answered_503": int(emitted.get("CallbackUnavailable", 0)),
         "sent_to_dead_letter_queue": int(emitted.get("CallbackToDeadLetter", 0)),
-        "recovery_delay_seconds": _percentiles(all_delays),
-        "recovery_delay_seconds_by_path": {path: _percentiles(v) for path, v in delays.items()},
-        "token_age_at_poll_recovery_seconds": _percentiles(delays.get("poll", [])),
+        "recovery_delay_seconds": percentiles(all_delays),
+        "recovery_delay_seconds_by_path": {path: percentiles(v) for path, v in delays.items()},
+        "token_age_at_poll_recovery_seconds": percentiles(delays.get("poll", [])),
         "res_php_requests_per_task": round(simulator_stats["res"]["requests"] / tasks, 3),
         "table_requests_per_task": round(len(table_calls) / tasks, 3),
         "table_writes_per_task": round(len(ok_writes) / tasks, 3),
@@ -199,7 +199,7 @@ def figures(
     }
 
 
-def _percentiles(values: Sequence[float]) -> dict[str, float | int]:
+def percentiles(values: Sequence[float]) -> dict[str, float | int]:
     if not values:
         return {"count": 0}
     ordered = sorted(values)

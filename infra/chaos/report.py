@@ -90,13 +90,18 @@ def summary_text(document: dict[str, Any]) -> str:
         f" {figures['table_writes_per_task']}",
     ]
     lines.extend(_workload_lines(document))
+    lines.append(
+        "  token age when a waiting worker (the client) had it: "
+        + worker_ages_text(figures.get("token_age_at_worker"))
+    )
     baseline = document.get("baseline")
     if baseline:
         share = baseline["lost"] / max(baseline["solved_at_provider"], 1)
         lines.append(
             f"  the seed's in-memory design, same scenario: LOST {baseline['lost']} of"
             f" {baseline['solved_at_provider']} solved ({share:.0%}), res.php requests per task"
-            f" {baseline['res_php_requests_per_task']}"
+            f" {baseline['res_php_requests_per_task']}; token age when its worker had it: "
+            + worker_ages_text(baseline.get("token_age_at_worker"))
         )
     events = document.get("result_events")
     lines.append(result_events_line(events))
@@ -227,3 +232,15 @@ def _draw_alarms(axis: Any, result: ChaosResult) -> None:
         axis.broken_barh(bars, (row - 0.35, 0.7), color="tab:red")
     axis.set_yticks(range(len(names)), names, fontsize="x-small")
     axis.set_title("alarms in ALARM (local CloudWatch, evaluated on the run's time scale)")
+
+
+def worker_ages_text(ages: dict[str, Any] | None) -> str:
+    """The token's age from the provider's finishing time to the worker's hand, and how many of
+    the waited tasks were unusable then (older than 120 s, or never in hand)."""
+    if not ages or not ages["waited_solved"]:
+        return "no task waited for"
+    age = ages["age_seconds"]
+    return (
+        f"p50 {age.get('p50', '-')} s, p95 {age.get('p95', '-')} s over {ages['waited_solved']}"
+        f" solved tasks; unusable {ages['unusable']}"
+    )

@@ -40,6 +40,7 @@ from infra.chaos.result_events import (
     wait_for_result_events,
 )
 from infra.chaos.scenario import Scenario
+from infra.chaos.waiting import PATIENCE_SECONDS, WaitingWorkers, token_age_at_worker
 from infra.chaos.workload import (
     PAGE_URL,
     SITEKEY,
@@ -185,7 +186,12 @@ class ChaosRun:
         injector = self._alarm_injector(stack, simulator)
         if injector is not None:
             background.append(threading.Thread(target=injector.run, args=(started, self._stop)))
-        workload = [self._schedule(submit_via_api(info.api_url), submits, started)]
+        self._waiters = WaitingWorkers(info.api_url, info.region, self.scenario.waiting_every)
+        workload = [
+            self._schedule(
+                submit_via_api(info.api_url, on_accepted=self._waiters.accepted), submits, started
+            )
+        ]
         if baseline_parts:
             workload.append(
                 self._schedule(_baseline_submit(baseline_parts[1]), SubmitLog(), started)
@@ -197,6 +203,7 @@ class ChaosRun:
         self._workload_over.set()
         for thread in background + workload:
             thread.join(timeout=60)
+        self._waiters.join(timeout=PATIENCE_SECONDS)
         self.timeline.note(drained.ended_at - started, f"verdict read ({drained.reason})")
         alarm_verdict = self._check_alarms(stack, info, injector, alarm_inbox, started)
         result = self._conclude(simulator, stack, info, aws, submits, baseline_parts, started)
@@ -401,6 +408,7 @@ class ChaosRun:
                 **figures(truth, items, calls, simulator.stats(), emitted),
                 "unanswered_submits": unanswered_submits(truth, items, submits.accepted),
                 "throughput": throughput(truth, submits.first_at, submits.last_at),
+                "token_age_at_worker": token_age_at_worker(truth, self._waiters.had_at),
             },
             baseline=_baseline_report(baseline_parts) if baseline_parts else None,
             submits={"answers": dict(submits.answers), "errors": dict(submits.errors)},
@@ -506,6 +514,10 @@ def _baseline_report(parts: tuple[Simulator, SeedBaseline]) -> dict[str, Any]:
         ),
         "callbacks_answered_500": baseline.counters.callbacks_refused_by_crash,
         "restarts": baseline.counters.restarts,
+        # The seed's worker reads its memory: every task, had the moment its result was stored.
+        "token_age_at_worker": token_age_at_worker(
+            truth, {str(t["id"]): baseline.counters.stored_at.get(str(t["id"])) for t in truth}
+        ),
     }
 
 

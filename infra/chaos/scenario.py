@@ -72,6 +72,8 @@ class Scenario:
     """None: a clean run, in which no alarm may fire."""
     attacker: bool = True
     """Forged pingbacks (other tasks' URLs, future ids, made-up secrets) during the workload."""
+    waiting_every: int = 10
+    """One accepted task in this many gets a worker that waits for its token with the client."""
 
     @property
     def faults_end(self) -> float:
@@ -213,6 +215,7 @@ SOAK = replace(
     submit_threads=10,
     workers_by_function={"SubmitFunction": 8, "CallbackFunction": 8},
     progress_every_seconds=10.0,
+    waiting_every=50,
 )
 
 PROFILES = {scenario.name: scenario for scenario in (DEMO, CI, FULL, CLEAN, SOAK)}

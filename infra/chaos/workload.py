@@ -60,10 +60,13 @@ class SubmitLog:
             return sum(n for reason, n in self.errors.items() if reason in NO_ANSWER_ERRORS)
 
 
-def submit_via_api(api_url: str) -> Callable[[SubmitLog], None]:
+def submit_via_api(
+    api_url: str, on_accepted: Callable[[str], None] = lambda _task_id: None
+) -> Callable[[SubmitLog], None]:
     """A worker that retries a refused connection, as any worker would while the API is down.
 
     A 503 is not retried: it may carry the id of a task the provider already accepted.
+    `on_accepted` hears every task id a submit returned.
     """
     session = local_signed_session()
 
@@ -86,7 +89,10 @@ def submit_via_api(api_url: str) -> Callable[[SubmitLog], None]:
                 log.failed(type(error).__name__)
                 return
             json_body = answer.headers.get("content-type") == "application/json"
-            log.note(answer.status_code, (answer.json() if json_body else {}).get("task_id"))
+            task_id = (answer.json() if json_body else {}).get("task_id")
+            log.note(answer.status_code, task_id)
+            if answer.status_code == 202 and task_id:
+                on_accepted(str(task_id))
             return
 
     return submit

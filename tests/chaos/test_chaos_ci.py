@@ -41,6 +41,9 @@ def test_ci_chaos_run_loses_nothing_and_stores_every_result_once(tmp_path: Path)
     assert paths.get("callback", 0) and paths.get("replay", 0) and paths.get("poll", 0)
     assert result.baseline is not None and result.baseline["lost"] > 0
     assert (tmp_path / "timeline.png").stat().st_size > 10_000
+    at_worker = result.figures["token_age_at_worker"]
+    assert at_worker["waited_solved"] >= 10 and at_worker["age_seconds"]["count"] > 0
+    assert result.baseline["token_age_at_worker"]["waited_solved"] > 0
     events = result.result_events
     assert events is not None and events["passed"], events
     assert events["events_published"] > events["published_results"] >= events["final_results"]

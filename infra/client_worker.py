@@ -1,6 +1,7 @@
-"""The simulated worker of the freshness benchmark: the worker client (`pingback_guard_client`)
-submits with POST /tasks and waits with its `wait()` (a GET about once a second; the stack checks
-res.php itself for an overdue task). The transport counts the GETs each task cost."""
+"""A simulated worker, for the freshness benchmark and the chaos run: the worker client
+(`pingback_guard_client`) submits with POST /tasks and waits with its `wait()` (a GET about once a
+second; the stack checks res.php itself for an overdue task). The transport counts the GETs each
+task cost."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from infra.local.signing import local_signed_session
-from pingback_guard_client import Client, PingbackGuardError
+from pingback_guard_client import (
+    ApiError,
+    Client,
+    PingbackGuardError,
+    ServiceUnavailable,
+    TokenUnusable,
+)
 from pingback_guard_client.transport import HttpAnswer, RequestsTransport, Transport
 
 GET_PERIOD_SECONDS = 1.0
@@ -72,6 +79,27 @@ class ClientWaiter:
         gets = self._transport.gets[f"/tasks/{task_id}"]
         view = asdict(self._client.task(task_id))  # read after the fact, not counted
         return Waited(view, had_at, gets)
+
+    def had_token_at(self, task_id: str, timeout: float) -> float | None:
+        """When this worker had the task's token in hand (None: unsolvable, or not within
+        `timeout`), waiting out the stack's outages and a task not recorded yet (404 until the
+        replay of its registration)."""
+        deadline = time.monotonic() + timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            try:
+                self._client.wait(task_id, remaining)
+                return time.time()
+            except TokenUnusable:
+                return time.time()  # in hand, and the stack says it is too old already
+            except ServiceUnavailable:
+                continue
+            except ApiError as error:
+                if error.status != 404 and error.status < 500:
+                    return None
+                time.sleep(min(GET_PERIOD_SECONDS, max(0.0, remaining)))
+            except PingbackGuardError:  # unsolvable, or still pending at the deadline
+                return None
+        return None
 
     def close(self) -> None:
         self._client.close()
