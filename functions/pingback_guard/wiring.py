@@ -18,7 +18,7 @@ from aws_lambda_powertools.utilities.parameters.exceptions import (
 from botocore.config import Config
 
 from pingback_guard.domain.errors import SecretUnavailableError
-from pingback_guard.logic.callback import CallbackSecrets
+from pingback_guard.logic.pingback_secrets import CallbackSecrets
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

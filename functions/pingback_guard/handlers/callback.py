@@ -18,13 +18,9 @@ from pingback_guard.domain.errors import (
 )
 from pingback_guard.domain.task import TaskResult
 from pingback_guard.handlers.responses import raw_body, text_response
-from pingback_guard.logic.callback import (
-    CallbackAuthenticator,
-    CallbackOutcome,
-    CallbackRequest,
-    CallbackService,
-    parse_callback,
-)
+from pingback_guard.logic.callback import CallbackOutcome, CallbackService
+from pingback_guard.logic.pingback_request import CallbackRequest, parse_callback
+from pingback_guard.logic.pingback_secrets import CallbackAuthenticator
 from pingback_guard.logic.results import unread_delivery
 from pingback_guard.observability import emit_delivery, logger, metrics, tracer
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue

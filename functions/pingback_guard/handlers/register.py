@@ -15,7 +15,7 @@ from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import SecretUnavailableError, StoreError
 from pingback_guard.handlers.principal import caller_principal
 from pingback_guard.handlers.responses import InvalidBodyError, json_body, json_response
-from pingback_guard.logic.callback import CallbackAuthenticator
+from pingback_guard.logic.pingback_secrets import CallbackAuthenticator
 from pingback_guard.logic.register import (
     InvalidRegistrationError,
     RegisterService,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from enum import StrEnum
 
 from pingback_guard.data.store import TaskStore
-from pingback_guard.domain.errors import InvalidCallbackError
+from pingback_guard.domain.errors import InvalidCallbackError, InvalidDeadLetterError
 from pingback_guard.domain.task import (
     NewTask,
     StoreOutcome,
@@ -20,8 +20,8 @@ from pingback_guard.domain.task import (
     TaskResult,
     is_clean_text,
 )
-from pingback_guard.logic.callback import check_code
 from pingback_guard.logic.capability import is_nonce
+from pingback_guard.logic.pingback_request import check_code
 from pingback_guard.logic.results import store_result
 from pingback_guard.logic.submit import InvalidSubmissionError, parse_submission
 from pingback_guard.queue.dead_letter import DeadLetter, decode_message
@@ -48,7 +48,7 @@ class ReplayOutcome(StrEnum):
     PROVISIONAL_DISCARDED = "ProvisionalResultDiscarded"
 
 
-class RejectedMessageError(InvalidCallbackError):
+class RejectedMessageError(InvalidDeadLetterError):
     """A dead-letter message that breaks the edge's rules: never applied, parked after retries."""
 
 
@@ -94,7 +94,7 @@ def checked_message(message_body: str, now: float) -> DeadLetter:
         raise RejectedMessageError("dead-letter message too large")
     try:
         write = decode_message(message_body)
-    except InvalidCallbackError as error:
+    except InvalidDeadLetterError as error:
         raise RejectedMessageError(str(error)) from None
     if isinstance(write, NewTask):
         _check_registration(write, now)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from pingback_guard.domain.errors import DeadLetterError, InvalidCallbackError
+from pingback_guard.domain.errors import DeadLetterError, InvalidDeadLetterError
 from pingback_guard.domain.task import (
     CaptchaRequest,
     DeliveryPath,
@@ -92,7 +92,7 @@ def decode_message(body: str) -> DeadLetter:
         )
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
         reason = type(error).__name__
-        raise InvalidCallbackError(f"dead-letter message is malformed: {reason}") from None
+        raise InvalidDeadLetterError(f"dead-letter message is malformed: {reason}") from None
 
 
 def _text(value: object) -> str:
