@@ -5,12 +5,14 @@ from __future__ import annotations
 import base64
 import json
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+from unittest import mock
 
 from botocore.exceptions import EndpointConnectionError
 
+from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.task import CaptchaRequest, NewTask
 from pingback_guard.logic import capability
@@ -57,13 +59,29 @@ def item(stack: dict[str, Any], task_id: str) -> dict[str, Any] | None:
     return found.get("Item")
 
 
-def fail_table_writes(module: ModuleType) -> None:
-    def unavailable(**_: Any) -> None:
-        raise EndpointConnectionError(endpoint_url="https://dynamodb.test")
+def table_writes_failing() -> AbstractContextManager[object]:
+    """DynamoDB clients the handlers make inside the block fail to connect on UpdateItem, for
+    good (a handler makes its clients at import, the callback at its first proven pingback)."""
+    return _calls_failing("dynamodb_client", "dynamodb.UpdateItem")
 
-    module.service._store._client.meta.events.register(
-        "before-send.dynamodb.UpdateItem", unavailable
-    )
+
+def dead_letters_failing() -> AbstractContextManager[object]:
+    """SQS clients the handlers make inside the block fail to connect on SendMessage."""
+    return _calls_failing("sqs_client", "sqs.SendMessage")
+
+
+def _calls_failing(factory: str, operation: str) -> AbstractContextManager[object]:
+    make_client = getattr(aws_clients, factory)
+
+    def unreachable(**_: Any) -> None:
+        raise EndpointConnectionError(endpoint_url=f"https://{operation}.test")
+
+    def failing_client() -> Any:
+        client = make_client()
+        client.meta.events.register(f"before-send.{operation}", unreachable)
+        return client
+
+    return mock.patch.object(aws_clients, factory, failing_client)
 
 
 def emitted_metrics(output: str) -> dict[str, float]:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import time
+from functools import cache
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
+    APIGatewayProxyEventV2,
+)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import (
     InvalidCallbackError,
@@ -25,18 +29,23 @@ from pingback_guard.logic.results import unread_delivery
 from pingback_guard.observability import emit_delivery, logger, metrics, tracer
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
 from pingback_guard.settings import CallbackSettings
-from pingback_guard.wiring import callback_secrets_reader, dynamodb_client, sqs_client
 
 VERIFICATION_ROUTE = "GET /2captcha.txt"
 
 settings = CallbackSettings.from_env(os.environ)
-service = CallbackService(
-    DynamoDbTaskStore(dynamodb_client(), settings.table),
-    SqsDeadLetterQueue(sqs_client(), settings.dead_letter_queue_url),
-)
 authenticator = CallbackAuthenticator(
-    callback_secrets_reader(settings.callback_secret_id, settings.secret_cache_seconds)
+    aws_clients.callback_secrets_reader(settings.callback_secret_id, settings.secret_cache_seconds)
 )
+
+
+@cache
+def callback_service() -> CallbackService:
+    """Made by the first pingback that proves its URL: the AWS clients cost about a third of a
+    cold start, and forged, malformed and verification requests never need them."""
+    return CallbackService(
+        DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
+        SqsDeadLetterQueue(aws_clients.sqs_client(), settings.dead_letter_queue_url),
+    )
 
 
 class _Refused(Exception):
@@ -58,7 +67,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
         result = _authenticated_result(request)
         logger.append_keys(task_id=result.task_id)
-        outcome = service.receive(result)
+        outcome = callback_service().receive(result)
     except _Refused as refusal:
         metrics.add_metric(name="CallbackRejected", unit=MetricUnit.Count, value=1)
         logger.warning("callback rejected", extra={"status": refusal.status, "why": refusal.reason})

@@ -7,7 +7,9 @@ import binascii
 import json
 from typing import Any
 
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
+    APIGatewayProxyEventV2,
+)
 
 
 def json_response(status: int, body: dict[str, Any]) -> dict[str, Any]:
