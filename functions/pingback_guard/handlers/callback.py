@@ -33,9 +33,7 @@ from pingback_guard.settings import CallbackSettings
 VERIFICATION_ROUTE = "GET /2captcha.txt"
 
 settings = CallbackSettings.from_env(os.environ)
-authenticator = CallbackAuthenticator(
-    aws_clients.callback_secrets_reader(settings.callback_secret_id, settings.secret_cache_seconds)
-)
+authenticator = CallbackAuthenticator(aws_clients.callback_secrets_reader(settings.callback_secret))
 
 
 @cache

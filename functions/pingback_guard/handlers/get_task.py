@@ -27,11 +27,11 @@ from pingback_guard.settings import GetTaskSettings
 
 settings = GetTaskSettings.from_env(os.environ)
 query = TaskQuery(
-    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
+    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.worker_tasks.table),
     # One attempt: a worker is waiting on this answer, and its next GET is the retry.
-    captchaai_client(settings.provider, retry=RetryPolicy(attempts=1)),
+    captchaai_client(settings.worker_tasks.provider, retry=RetryPolicy(attempts=1)),
     ReadThroughPolicy(interval_seconds=settings.read_through_interval_seconds),
-    admin_principal_arn=settings.admin_principal_arn,
+    admin_principal_arn=settings.worker_tasks.admin_principal_arn,
 )
 
 

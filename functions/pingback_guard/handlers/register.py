@@ -37,16 +37,14 @@ STATUS_OF_OUTCOME = {
 }
 
 settings = RegisterSettings.from_env(os.environ)
-read_callback_secrets = aws_clients.callback_secrets_reader(
-    settings.callback_secret_id, settings.secret_cache_seconds
-)
+read_callback_secrets = aws_clients.callback_secrets_reader(settings.pingbacks.callback_secret)
 authenticator = CallbackAuthenticator(read_callback_secrets)
 
 
 service = RegisterService(
     DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
-    settings.callback_timeout_seconds,
-    expected_solve_seconds=settings.expected_solve_seconds,
+    settings.pingbacks.callback_timeout_seconds,
+    expected_solve_seconds=settings.pingbacks.expected_solve_seconds,
     on_provisional_discarded=count_provisional_discarded,
 )
 
@@ -70,7 +68,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
 
 def _issue(request: APIGatewayProxyEventV2) -> dict[str, Any]:
-    base_url = settings.public_base_url or f"https://{request.request_context.domain_name}"
+    base_url = (
+        settings.pingbacks.public_base_url or f"https://{request.request_context.domain_name}"
+    )
     pingback = issue_pingback(base_url, read_callback_secrets(False).current)
     metrics.add_metric(name="PingbackUrlIssued", unit=MetricUnit.Count, value=1)
     # Until then a pingback that beats the registration is kept provisionally.

@@ -30,10 +30,10 @@ from pingback_guard.settings import ReportSettings
 
 settings = ReportSettings.from_env(os.environ)
 service = ReportService(
-    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
-    captchaai_client(settings.provider),
+    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.worker_tasks.table),
+    captchaai_client(settings.worker_tasks.provider),
     settings.report_window_seconds,
-    admin_principal_arn=settings.admin_principal_arn,
+    admin_principal_arn=settings.worker_tasks.admin_principal_arn,
 )
 
 STATUS_OF_REFUSAL = {

@@ -35,17 +35,15 @@ from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
 from pingback_guard.settings import SubmitSettings
 
 settings = SubmitSettings.from_env(os.environ)
-read_callback_secrets = aws_clients.callback_secrets_reader(
-    settings.callback_secret_id, settings.secret_cache_seconds
-)
+read_callback_secrets = aws_clients.callback_secrets_reader(settings.pingbacks.callback_secret)
 
 
 service = SubmitService(
     DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
     captchaai_client(settings.provider),
     SqsDeadLetterQueue(aws_clients.sqs_client(), settings.dead_letter_queue_url),
-    settings.callback_timeout_seconds,
-    expected_solve_seconds=settings.expected_solve_seconds,
+    settings.pingbacks.callback_timeout_seconds,
+    expected_solve_seconds=settings.pingbacks.expected_solve_seconds,
     on_provisional_discarded=count_provisional_discarded,
 )
 
@@ -59,7 +57,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         owner, captcha = _caller_and_request(request)
     except _Refusal as refusal:
         return _refused(refusal.status, refusal.reason)
-    base_url = settings.public_base_url or f"https://{request.request_context.domain_name}"
+    base_url = (
+        settings.pingbacks.public_base_url or f"https://{request.request_context.domain_name}"
+    )
     try:
         pingback = issue_pingback(base_url, read_callback_secrets(False).current)
         task = service.submit(captcha, pingback, owner)
