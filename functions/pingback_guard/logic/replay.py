@@ -113,19 +113,11 @@ def _check_result(result: TaskResult, now: float) -> None:
 
 
 def _check_registration(task: NewTask, now: float) -> None:
-    request = task.request
     try:
-        parsed = parse_submission(
-            {
-                "method": request.method,
-                "sitekey": request.sitekey,
-                "page_url": request.page_url,
-                "extras": dict(request.extras),
-            }
-        )
+        parsed = parse_submission(task.request.to_document())
     except InvalidSubmissionError as error:
         raise RejectedMessageError(f"dead-letter registration: {error}") from None
-    if parsed != request:
+    if parsed != task.request:
         raise RejectedMessageError("dead-letter registration: request is not in canonical form")
     _check_time("submitted_at", task.submitted_at, now)
     first_poll_delay = task.first_poll_at - task.submitted_at
