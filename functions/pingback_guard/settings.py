@@ -180,34 +180,24 @@ class ReplaySettings:
 
 @dataclass(frozen=True)
 class WorkerTaskSettings:
-    """A worker's routes on its own tasks (the admin principal sees every task), with the
-    provider at hand: GET /tasks/{task_id} checks res.php for an overdue task, the report
-    route sends reportgood/reportbad."""
+    """GetTaskFunction and ReportFunction: a worker's routes on its own tasks (the admin
+    principal sees every task), with the provider at hand for the read-through and the report."""
 
     table: TableSettings
     provider: ProviderSettings
     admin_principal_arn: str
+    read_through_interval_seconds: float
+    report_window_seconds: float
 
     @classmethod
-    def from_env(cls, env: _Env) -> WorkerTaskSettings:
+    def from_env(cls, environ: Mapping[str, str]) -> WorkerTaskSettings:
+        env = _Env(environ)
         return cls(
             table=TableSettings.from_env(env),
             provider=ProviderSettings.from_env(env),
             admin_principal_arn=env.optional_text("ADMIN_PRINCIPAL_ARN"),
-        )
-
-
-@dataclass(frozen=True)
-class GetTaskSettings:
-    worker_tasks: WorkerTaskSettings
-    read_through_interval_seconds: float
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> GetTaskSettings:
-        env = _Env(environ)
-        return cls(
-            worker_tasks=WorkerTaskSettings.from_env(env),
             read_through_interval_seconds=env.number("READ_THROUGH_INTERVAL_SECONDS", 5, 0.1, 3600),
+            report_window_seconds=env.number("REPORT_WINDOW_SECONDS", 900, 1, 86400),
         )
 
 
@@ -241,20 +231,6 @@ class RegisterSettings:
     def from_env(cls, environ: Mapping[str, str]) -> RegisterSettings:
         env = _Env(environ)
         return cls(table=TableSettings.from_env(env), pingbacks=PingbackIssueSettings.from_env(env))
-
-
-@dataclass(frozen=True)
-class ReportSettings:
-    worker_tasks: WorkerTaskSettings
-    report_window_seconds: float
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> ReportSettings:
-        env = _Env(environ)
-        return cls(
-            worker_tasks=WorkerTaskSettings.from_env(env),
-            report_window_seconds=env.number("REPORT_WINDOW_SECONDS", 900, 1, 86400),
-        )
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,10 @@ from pingback_guard.domain.errors import ConfigurationError
 from pingback_guard.settings import (
     CallbackSecretSettings,
     CallbackSettings,
-    GetTaskSettings,
     PollerSettings,
     RegisterSettings,
-    ReportSettings,
     SubmitSettings,
+    WorkerTaskSettings,
     clamped_poller_settings,
 )
 
@@ -77,11 +76,12 @@ def test_the_callback_secret_is_cached_60_s_so_a_revoked_one_stops_within_a_minu
 
 def test_unregistered_results_are_kept_a_day_and_admin_is_optional() -> None:
     assert CallbackSettings.from_env(BASE).table.unregistered_result_ttl_seconds == 86400
-    assert GetTaskSettings.from_env(BASE).worker_tasks.admin_principal_arn == ""
+    assert WorkerTaskSettings.from_env(BASE).admin_principal_arn == ""
     admin = "arn:aws:iam::123456789012:role/ops"
-    with_admin = {**BASE, "ADMIN_PRINCIPAL_ARN": admin}
-    assert GetTaskSettings.from_env(with_admin).worker_tasks.admin_principal_arn == admin
-    assert ReportSettings.from_env(with_admin).worker_tasks.admin_principal_arn == admin
+    assert (
+        WorkerTaskSettings.from_env({**BASE, "ADMIN_PRINCIPAL_ARN": admin}).admin_principal_arn
+        == admin
+    )
 
 
 def test_the_pollers_defaults_are_the_templates_defaults() -> None:

@@ -23,15 +23,15 @@ from pingback_guard.logic.get_task import Lookup, ReadThroughOutcome, ReadThroug
 from pingback_guard.observability import emit_delivery, logger, metrics, tracer
 from pingback_guard.provider.captchaai import RetryPolicy
 from pingback_guard.provider.configured_client import captchaai_client
-from pingback_guard.settings import GetTaskSettings
+from pingback_guard.settings import WorkerTaskSettings
 
-settings = GetTaskSettings.from_env(os.environ)
+settings = WorkerTaskSettings.from_env(os.environ)
 query = TaskQuery(
-    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.worker_tasks.table),
+    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
     # One attempt: a worker is waiting on this answer, and its next GET is the retry.
-    captchaai_client(settings.worker_tasks.provider, retry=RetryPolicy(attempts=1)),
+    captchaai_client(settings.provider, retry=RetryPolicy(attempts=1)),
     ReadThroughPolicy(interval_seconds=settings.read_through_interval_seconds),
-    admin_principal_arn=settings.worker_tasks.admin_principal_arn,
+    admin_principal_arn=settings.admin_principal_arn,
 )
 
 

@@ -26,14 +26,14 @@ from pingback_guard.handlers.responses import json_response
 from pingback_guard.logic.report import InvalidReportError, ReportService, parse_report
 from pingback_guard.observability import logger, metrics, tracer
 from pingback_guard.provider.configured_client import captchaai_client
-from pingback_guard.settings import ReportSettings
+from pingback_guard.settings import WorkerTaskSettings
 
-settings = ReportSettings.from_env(os.environ)
+settings = WorkerTaskSettings.from_env(os.environ)
 service = ReportService(
-    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.worker_tasks.table),
-    captchaai_client(settings.worker_tasks.provider),
+    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
+    captchaai_client(settings.provider),
     settings.report_window_seconds,
-    admin_principal_arn=settings.worker_tasks.admin_principal_arn,
+    admin_principal_arn=settings.admin_principal_arn,
 )
 
 STATUS_OF_REFUSAL = {
