@@ -20,6 +20,7 @@ from pingback_guard.domain.errors import (
 )
 from pingback_guard.domain.lease import PollerLease
 from pingback_guard.domain.task import (
+    CaptchaRequest,
     DueTask,
     NewTask,
     ReportClaim,
@@ -32,6 +33,7 @@ from pingback_guard.domain.task import (
     TokenLifetimes,
 )
 from pingback_guard.logic.access import may_access
+from pingback_guard.logic.poller import PollPolicy
 from pingback_guard.provider.answers import ProviderAnswer, classify
 from pingback_guard.queue.dead_letter import DeadLetter
 
@@ -388,3 +390,15 @@ class FakeProvider:
 
 def unavailable() -> StoreUnavailableError:
     return StoreUnavailableError("DynamoDB UpdateItem: ProvisionedThroughputExceededException")
+
+
+RECAPTCHA_REQUEST = CaptchaRequest("userrecaptcha", "key", "https://example.test")
+# A small poller for the unit suites: 5 requests a sweep, 3 ids a request, checks 30-300 s apart.
+UNIT_POLL_POLICY = PollPolicy(
+    retention_seconds=600,
+    backoff_base_seconds=30,
+    backoff_max_seconds=300,
+    max_requests_per_sweep=5,
+    ids_per_request=3,
+    deadline_margin_seconds=10,
+)

@@ -80,11 +80,20 @@ class _Env:
         return value
 
 
-def callback_secret_cache_seconds(env: _Env) -> int:
-    """Short on purpose: the cache age bounds how long a revoked callback secret still works."""
-    return env.integer(
-        "CALLBACK_SECRET_CACHE_SECONDS", DEFAULT_CALLBACK_SECRET_CACHE_SECONDS, 0, 300
-    )
+@dataclass(frozen=True)
+class CallbackSecretSettings:
+    secret_id: str
+    cache_seconds: int
+
+    @classmethod
+    def from_env(cls, env: _Env) -> CallbackSecretSettings:
+        return cls(
+            secret_id=env.text("CALLBACK_SECRET_ID"),
+            # Short on purpose: the cache age bounds how long a revoked callback secret still works.
+            cache_seconds=env.integer(
+                "CALLBACK_SECRET_CACHE_SECONDS", DEFAULT_CALLBACK_SECRET_CACHE_SECONDS, 0, 300
+            ),
+        )
 
 
 @dataclass(frozen=True)
@@ -146,8 +155,7 @@ class ProviderSettings:
 class CallbackSettings:
     table: TableSettings
     dead_letter_queue_url: str
-    callback_secret_id: str
-    secret_cache_seconds: int
+    callback_secret: CallbackSecretSettings
     verification_token: str
 
     @classmethod
@@ -156,8 +164,7 @@ class CallbackSettings:
         return cls(
             table=TableSettings.from_env(env),
             dead_letter_queue_url=env.url("DEAD_LETTER_QUEUE_URL"),
-            callback_secret_id=env.text("CALLBACK_SECRET_ID"),
-            secret_cache_seconds=callback_secret_cache_seconds(env),
+            callback_secret=CallbackSecretSettings.from_env(env),
             verification_token=env.optional_text("PINGBACK_VERIFICATION_TOKEN"),
         )
 
@@ -172,20 +179,44 @@ class ReplaySettings:
 
 
 @dataclass(frozen=True)
-class GetTaskSettings:
+class WorkerTaskSettings:
+    """GetTaskFunction and ReportFunction: a worker's routes on its own tasks (the admin
+    principal sees every task), with the provider at hand for the read-through and the report."""
+
     table: TableSettings
     provider: ProviderSettings
+    admin_principal_arn: str
     read_through_interval_seconds: float
-    admin_principal_arn: str = ""
+    report_window_seconds: float
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> GetTaskSettings:
+    def from_env(cls, environ: Mapping[str, str]) -> WorkerTaskSettings:
         env = _Env(environ)
         return cls(
             table=TableSettings.from_env(env),
             provider=ProviderSettings.from_env(env),
-            read_through_interval_seconds=env.number("READ_THROUGH_INTERVAL_SECONDS", 5, 0.1, 3600),
             admin_principal_arn=env.optional_text("ADMIN_PRINCIPAL_ARN"),
+            read_through_interval_seconds=env.number("READ_THROUGH_INTERVAL_SECONDS", 5, 0.1, 3600),
+            report_window_seconds=env.number("REPORT_WINDOW_SECONDS", 900, 1, 86400),
+        )
+
+
+@dataclass(frozen=True)
+class PingbackIssueSettings:
+    """What a function that hands out pingback URLs and records PENDING tasks needs."""
+
+    callback_secret: CallbackSecretSettings
+    public_base_url: str
+    callback_timeout_seconds: float
+    expected_solve_seconds: float
+
+    @classmethod
+    def from_env(cls, env: _Env) -> PingbackIssueSettings:
+        return cls(
+            callback_secret=CallbackSecretSettings.from_env(env),
+            public_base_url=env.url("PUBLIC_BASE_URL", required=False),
+            callback_timeout_seconds=env.number("CALLBACK_TIMEOUT_SECONDS", 120, 1, 3600),
+            expected_solve_seconds=expected_solve_seconds(env),
         )
 
 
@@ -194,41 +225,12 @@ class RegisterSettings:
     """POST /pingback-urls and PUT /tasks/{task_id}: tasks submitted outside the stack."""
 
     table: TableSettings
-    callback_secret_id: str
-    secret_cache_seconds: int
-    public_base_url: str
-    callback_timeout_seconds: float
-    expected_solve_seconds: float
+    pingbacks: PingbackIssueSettings
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> RegisterSettings:
         env = _Env(environ)
-        return cls(
-            table=TableSettings.from_env(env),
-            callback_secret_id=env.text("CALLBACK_SECRET_ID"),
-            secret_cache_seconds=callback_secret_cache_seconds(env),
-            public_base_url=env.url("PUBLIC_BASE_URL", required=False),
-            callback_timeout_seconds=env.number("CALLBACK_TIMEOUT_SECONDS", 120, 1, 3600),
-            expected_solve_seconds=expected_solve_seconds(env),
-        )
-
-
-@dataclass(frozen=True)
-class ReportSettings:
-    table: TableSettings
-    provider: ProviderSettings
-    report_window_seconds: float
-    admin_principal_arn: str = ""
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> ReportSettings:
-        env = _Env(environ)
-        return cls(
-            table=TableSettings.from_env(env),
-            provider=ProviderSettings.from_env(env),
-            report_window_seconds=env.number("REPORT_WINDOW_SECONDS", 900, 1, 86400),
-            admin_principal_arn=env.optional_text("ADMIN_PRINCIPAL_ARN"),
-        )
+        return cls(table=TableSettings.from_env(env), pingbacks=PingbackIssueSettings.from_env(env))
 
 
 @dataclass(frozen=True)
@@ -236,11 +238,7 @@ class SubmitSettings:
     table: TableSettings
     provider: ProviderSettings
     dead_letter_queue_url: str
-    callback_secret_id: str
-    secret_cache_seconds: int
-    public_base_url: str
-    callback_timeout_seconds: float
-    expected_solve_seconds: float
+    pingbacks: PingbackIssueSettings
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> SubmitSettings:
@@ -249,11 +247,7 @@ class SubmitSettings:
             table=TableSettings.from_env(env),
             provider=ProviderSettings.from_env(env),
             dead_letter_queue_url=env.url("DEAD_LETTER_QUEUE_URL"),
-            callback_secret_id=env.text("CALLBACK_SECRET_ID"),
-            secret_cache_seconds=callback_secret_cache_seconds(env),
-            public_base_url=env.url("PUBLIC_BASE_URL", required=False),
-            callback_timeout_seconds=env.number("CALLBACK_TIMEOUT_SECONDS", 120, 1, 3600),
-            expected_solve_seconds=expected_solve_seconds(env),
+            pingbacks=PingbackIssueSettings.from_env(env),
         )
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import base64
 import json
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+from unittest import mock
 
 from infra.local.aws_hooks import AwsCallHooks
 from infra.local.faults import FaultRule
+from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.task import CaptchaRequest, NewTask
 from pingback_guard.logic import capability
@@ -60,14 +62,36 @@ def item(stack: dict[str, Any], task_id: str) -> dict[str, Any] | None:
 def table_writes_unavailable(client: Any) -> AwsCallHooks:
     """From now on every UpdateItem through `client` fails to connect, as when the table is
     down, until the returned hooks' rules are cleared (`set_rules(())`)."""
+    return _unavailable(client, "dynamodb", "UpdateItem")
+
+
+def table_writes_failing() -> AbstractContextManager[object]:
+    """DynamoDB clients the handlers make inside the block fail to connect on UpdateItem, for
+    good (a handler makes its clients at import, the callback at its first proven pingback)."""
+    return _clients_failing("dynamodb_client", "dynamodb", "UpdateItem")
+
+
+def dead_letters_failing() -> AbstractContextManager[object]:
+    """SQS clients the handlers make inside the block fail to connect on SendMessage."""
+    return _clients_failing("sqs_client", "sqs", "SendMessage")
+
+
+def _clients_failing(factory: str, service: str, operation: str) -> AbstractContextManager[object]:
+    make_client = getattr(aws_clients, factory)
+
+    def failing_client() -> Any:
+        client = make_client()
+        _unavailable(client, service, operation)
+        return client
+
+    return mock.patch.object(aws_clients, factory, failing_client)
+
+
+def _unavailable(client: Any, service: str, operation: str) -> AwsCallHooks:
     hooks = AwsCallHooks("test", report=lambda _call: None)
-    hooks.set_rules((FaultRule(mode="unavailable", service="dynamodb", operation="UpdateItem"),))
+    hooks.set_rules((FaultRule(mode="unavailable", service=service, operation=operation),))
     hooks.attach(client.meta.events)
     return hooks
-
-
-def fail_table_writes(module: ModuleType) -> None:
-    table_writes_unavailable(module.service._store._client)
 
 
 def emitted_metrics(output: str) -> dict[str, float]:

@@ -12,7 +12,6 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from botocore.exceptions import EndpointConnectionError
 
 from infra.lambda_context import FakeLambdaContext
 from pingback_guard.domain.errors import ProviderRejectedError
@@ -25,11 +24,12 @@ from tests.integration.handler_support import (
     TOKEN,
     callback_get,
     capability_for,
+    dead_letters_failing,
     emitted_metrics,
     event,
-    fail_table_writes,
     item,
     register,
+    table_writes_failing,
     with_principal,
 )
 
@@ -148,8 +148,8 @@ class TestCallback:
         capsys: pytest.CaptureFixture[str],
     ) -> None:
         module = load("callback")
-        fail_table_writes(module)
-        answer = module.handler(callback_get("605", TOKEN), FakeLambdaContext())
+        with table_writes_failing():
+            answer = module.handler(callback_get("605", TOKEN), FakeLambdaContext())
         assert answer["statusCode"] == 200
         assert item(stack, "605") is None
         messages = stack["sqs"].receive_message(QueueUrl=stack["dlq"], MaxNumberOfMessages=10)[
@@ -166,14 +166,8 @@ class TestCallback:
         capsys: pytest.CaptureFixture[str],
     ) -> None:
         module = load("callback")
-        fail_table_writes(module)
-        module.service._dead_letters._client.meta.events.register(
-            "before-send.sqs.SendMessage",
-            lambda **_: (_ for _ in ()).throw(
-                EndpointConnectionError(endpoint_url="https://sqs.test")
-            ),
-        )
-        answer = module.handler(callback_get("606", TOKEN), FakeLambdaContext())
+        with table_writes_failing(), dead_letters_failing():
+            answer = module.handler(callback_get("606", TOKEN), FakeLambdaContext())
         assert answer["statusCode"] == 503
         assert emitted_metrics(capsys.readouterr().out)["CallbackUnavailable"] == 1
 
@@ -207,8 +201,8 @@ class TestReplay:
         self, load: Callable[[str], ModuleType], stack: dict[str, Any]
     ) -> None:
         callback = load("callback")
-        fail_table_writes(callback)
-        callback.handler(callback_get("701", TOKEN), FakeLambdaContext())
+        with table_writes_failing():
+            callback.handler(callback_get("701", TOKEN), FakeLambdaContext())
         stack["sqs"].send_message(QueueUrl=stack["dlq"], MessageBody="not json")
         replay_event = self.sqs_event(stack)
         answer = load("replay").handler(replay_event, FakeLambdaContext())
@@ -223,11 +217,9 @@ class TestReplay:
     def test_replay_while_the_table_is_still_down_fails_the_record(
         self, load: Callable[[str], ModuleType], stack: dict[str, Any]
     ) -> None:
-        callback = load("callback")
-        fail_table_writes(callback)
-        callback.handler(callback_get("702", TOKEN), FakeLambdaContext())
-        replay = load("replay")
-        fail_table_writes(replay)
+        with table_writes_failing():
+            load("callback").handler(callback_get("702", TOKEN), FakeLambdaContext())
+            replay = load("replay")
         replay_event = self.sqs_event(stack)
         answer = replay.handler(replay_event, FakeLambdaContext())
         failed = [{"itemIdentifier": r["messageId"]} for r in replay_event["Records"]]
@@ -307,10 +299,10 @@ class TestSubmit:
         stack: dict[str, Any],
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
-        module = load("submit")
+        with table_writes_failing():
+            module = load("submit")
         monkeypatch.setattr(module.service, "_provider", FakeProvider())
         monkeypatch.setattr(module.service, "_sleep", lambda _: None)
-        fail_table_writes(module)
         answer = module.handler(event("submit_task.json"), FakeLambdaContext())
         assert answer["statusCode"] == 202
         task_id = json.loads(answer["body"])["task_id"]

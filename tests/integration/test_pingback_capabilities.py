@@ -27,9 +27,9 @@ from tests.integration.handler_support import (
     capability_for,
     emitted_metrics,
     event,
-    fail_table_writes,
     item,
     register,
+    table_writes_failing,
     with_principal,
 )
 
@@ -188,8 +188,8 @@ class TestReplay:
         register(stack, "4200")
         register(stack, "4201")
         callback = load("callback")
-        fail_table_writes(callback)
-        assert call(callback)(callback_get("4200", TOKEN))["statusCode"] == 200
+        with table_writes_failing():
+            assert call(callback)(callback_get("4200", TOKEN))["statusCode"] == 200
         # The attacker's pingback also reaches the queue (MAC checked, table down)...
         assert (
             call(callback)(callback_get("4201", FORGED, capability_for("4200")))["statusCode"]

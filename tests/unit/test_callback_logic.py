@@ -9,14 +9,9 @@ import pytest
 from pingback_guard.domain.errors import InvalidCallbackError, ResultNotSafeError
 from pingback_guard.domain.task import CaptchaRequest, DeliveryPath, NewTask, TaskResult, TaskStatus
 from pingback_guard.logic import capability
-from pingback_guard.logic.callback import (
-    CallbackAuthenticator,
-    CallbackOutcome,
-    CallbackRequest,
-    CallbackSecrets,
-    CallbackService,
-    parse_callback,
-)
+from pingback_guard.logic.callback import CallbackOutcome, CallbackService
+from pingback_guard.logic.pingback_request import CallbackRequest, parse_callback
+from pingback_guard.logic.pingback_secrets import CallbackAuthenticator, CallbackSecrets
 from tests.fakes import FakeDeadLetterQueue, InMemoryTaskStore, nonce_for, unavailable
 
 TOKEN = "03AFcWeA5" + "k" * 1200

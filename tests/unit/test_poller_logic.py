@@ -8,7 +8,6 @@ import pytest
 
 from pingback_guard.domain.errors import ProviderAccountError, ProviderRetryableError
 from pingback_guard.domain.task import (
-    CaptchaRequest,
     DeliveryPath,
     NewTask,
     TaskResult,
@@ -16,19 +15,16 @@ from pingback_guard.domain.task import (
 )
 from pingback_guard.logic.poll_schedule import MAX_CHECKS_PER_TASK, SolveTimes
 from pingback_guard.logic.poller import PollerService, PollPolicy
-from tests.fakes import FakeProvider, InMemoryTaskStore, unavailable
+from tests.fakes import (
+    RECAPTCHA_REQUEST,
+    UNIT_POLL_POLICY,
+    FakeProvider,
+    InMemoryTaskStore,
+    unavailable,
+)
 
 TOKEN = "03AFcWeA5" + "p" * 800
-REQUEST = CaptchaRequest("userrecaptcha", "key", "https://example.test")
 SUBMITTED = 1000.0
-POLICY = PollPolicy(
-    retention_seconds=600,
-    backoff_base_seconds=30,
-    backoff_max_seconds=300,
-    max_requests_per_sweep=5,
-    ids_per_request=3,
-    deadline_margin_seconds=10,
-)
 
 
 def plenty() -> float:
@@ -37,7 +33,7 @@ def plenty() -> float:
 
 def pending(store: InMemoryTaskStore, *ids: str, first_poll: float = SUBMITTED + 120) -> None:
     for task_id in ids:
-        store.record_submission(NewTask(task_id, REQUEST, SUBMITTED, first_poll))
+        store.record_submission(NewTask(task_id, RECAPTCHA_REQUEST, SUBMITTED, first_poll))
 
 
 @pytest.fixture
@@ -46,7 +42,7 @@ def store() -> InMemoryTaskStore:
 
 
 def poller(
-    store: InMemoryTaskStore, provider: FakeProvider, policy: PollPolicy = POLICY
+    store: InMemoryTaskStore, provider: FakeProvider, policy: PollPolicy = UNIT_POLL_POLICY
 ) -> PollerService:
     return PollerService(store, provider, policy, SolveTimes(default_seconds=20))
 
@@ -79,7 +75,7 @@ def test_not_ready_gaps_grow_with_the_task_age_and_checks_stay_few(
     store: InMemoryTaskStore,
 ) -> None:
     pending(store, "1", first_poll=SUBMITTED + 20)
-    policy = dataclasses.replace(POLICY, backoff_base_seconds=5, backoff_max_seconds=60)
+    policy = dataclasses.replace(UNIT_POLL_POLICY, backoff_base_seconds=5, backoff_max_seconds=60)
     service = poller(store, FakeProvider(), policy)
     now = SUBMITTED + 20
     checks = []
@@ -135,7 +131,9 @@ def test_without_an_earlier_check_the_result_can_have_finished_since_submit(
 ) -> None:
     pending(store, "1", first_poll=SUBMITTED + 20)
     solve_times = SolveTimes(default_seconds=20)
-    service = PollerService(store, FakeProvider(answers={"1": TOKEN}), POLICY, solve_times)
+    service = PollerService(
+        store, FakeProvider(answers={"1": TOKEN}), UNIT_POLL_POLICY, solve_times
+    )
     service.sweep(now=SUBMITTED + 20, remaining_seconds=plenty)
     assert list(solve_times.samples["userrecaptcha"]) == [10.0]
 
@@ -146,7 +144,7 @@ def test_a_task_not_likely_ready_waits_without_a_request(store: InMemoryTaskStor
     for _ in range(30):
         solve_times.observe("userrecaptcha", 40)
     provider = FakeProvider()
-    policy = dataclasses.replace(POLICY, backoff_base_seconds=5)
+    policy = dataclasses.replace(UNIT_POLL_POLICY, backoff_base_seconds=5)
     service = PollerService(store, provider, policy, solve_times)
     report = service.sweep(now=SUBMITTED + 15, remaining_seconds=plenty)
     task = store.get("1")
@@ -222,9 +220,9 @@ def test_requests_per_sweep_are_bounded(store: InMemoryTaskStore) -> None:
     pending(store, *[str(n) for n in range(1, 40)])
     provider = FakeProvider()
     report = poller(store, provider).sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
-    assert len(provider.requests) == POLICY.max_requests_per_sweep
-    assert report.due == POLICY.max_requests_per_sweep * POLICY.ids_per_request
-    assert all(len(batch) <= POLICY.ids_per_request for batch in provider.requests)
+    assert len(provider.requests) == UNIT_POLL_POLICY.max_requests_per_sweep
+    assert report.due == UNIT_POLL_POLICY.max_requests_per_sweep * UNIT_POLL_POLICY.ids_per_request
+    assert all(len(batch) <= UNIT_POLL_POLICY.ids_per_request for batch in provider.requests)
 
 
 def test_the_sweep_stops_before_the_deadline(store: InMemoryTaskStore) -> None:
@@ -286,16 +284,16 @@ def test_an_odd_ids_answer_falls_back_within_the_budget_and_batching_is_probed_l
 ) -> None:
     pending(store, *[str(n) for n in range(1, 40)])
     provider = FakeProvider(refuse_batches=1)
-    policy = dataclasses.replace(POLICY, batch_probe_seconds=60)
+    policy = dataclasses.replace(UNIT_POLL_POLICY, batch_probe_seconds=60)
     service = poller(store, provider, policy)
     report = service.sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
     assert report.batch_refused == 1
-    assert len(provider.requests) == report.requests == POLICY.max_requests_per_sweep
+    assert len(provider.requests) == report.requests == UNIT_POLL_POLICY.max_requests_per_sweep
     assert [len(ids) for ids in provider.requests] == [3, 1, 1, 1, 1]
     later = service.sweep(now=SUBMITTED + 150, remaining_seconds=plenty)
     assert all(len(ids) == 1 for ids in provider.requests[-later.requests :])
     probe = service.sweep(now=SUBMITTED + 200, remaining_seconds=plenty)
-    assert probe.requests == POLICY.max_requests_per_sweep
+    assert probe.requests == UNIT_POLL_POLICY.max_requests_per_sweep
     assert all(len(ids) == 3 for ids in provider.requests[-probe.requests :])
 
 
@@ -332,10 +330,10 @@ def test_one_invocation_sweeps_every_few_seconds_while_tasks_come_due(
     store: InMemoryTaskStore,
 ) -> None:
     pending(store, "1", first_poll=SUBMITTED + 20)
-    store.record_submission(NewTask("2", REQUEST, SUBMITTED + 10, SUBMITTED + 45))
+    store.record_submission(NewTask("2", RECAPTCHA_REQUEST, SUBMITTED + 10, SUBMITTED + 45))
     provider = FakeProvider()
     policy = dataclasses.replace(
-        POLICY, backoff_base_seconds=5, run_seconds=50, sweep_interval_seconds=5
+        UNIT_POLL_POLICY, backoff_base_seconds=5, run_seconds=50, sweep_interval_seconds=5
     )
     service, moments = _clocked(store, provider, policy)
     report = service.run(remaining_seconds=lambda: 60 - (moments[-1] - moments[0]))
@@ -349,7 +347,9 @@ def test_next_checks_not_written_by_the_deadline_leave_their_tasks_due(
 ) -> None:
     # Given six tasks not ready, and a table that takes 3 s per write near the deadline
     pending(store, *"123456", first_poll=SUBMITTED + 20)
-    service, moments = _clocked(store, FakeProvider(), dataclasses.replace(POLICY, run_seconds=50))
+    service, moments = _clocked(
+        store, FakeProvider(), dataclasses.replace(UNIT_POLL_POLICY, run_seconds=50)
+    )
     write_next_check = store.reschedule_poll
 
     def slow_write(task_id: str, due_at: float, attempts: int, checked: float | None) -> bool:
@@ -369,7 +369,7 @@ def test_next_checks_not_written_by_the_deadline_leave_their_tasks_due(
 
 
 def test_an_idle_invocation_ends_after_one_sweep(store: InMemoryTaskStore) -> None:
-    policy = dataclasses.replace(POLICY, run_seconds=50)
+    policy = dataclasses.replace(UNIT_POLL_POLICY, run_seconds=50)
     service, moments = _clocked(store, FakeProvider(), policy)
     report = service.run(remaining_seconds=lambda: 60.0)
     assert report.sweeps == 1 and len(moments) == 1
@@ -381,25 +381,27 @@ def test_a_second_invocation_does_not_sweep_while_the_first_holds_the_lease(
     pending(store, "1")
     store.acquire_poller_lease("other", now=SUBMITTED, until=SUBMITTED + 1000)
     provider = FakeProvider()
-    service, _ = _clocked(store, provider, dataclasses.replace(POLICY, run_seconds=50))
+    service, _ = _clocked(store, provider, dataclasses.replace(UNIT_POLL_POLICY, run_seconds=50))
     report = service.run(remaining_seconds=lambda: 60.0)
     assert (report.lease_busy, report.sweeps, provider.requests) == (1, 0, [])
 
 
 def test_a_predecessor_about_to_stop_is_waited_for(store: InMemoryTaskStore) -> None:
     store.acquire_poller_lease("other", now=SUBMITTED, until=SUBMITTED + 23)
-    service, moments = _clocked(store, FakeProvider(), dataclasses.replace(POLICY, run_seconds=50))
+    service, moments = _clocked(
+        store, FakeProvider(), dataclasses.replace(UNIT_POLL_POLICY, run_seconds=50)
+    )
     report = service.run(remaining_seconds=lambda: 60.0)
     assert (report.lease_busy, report.sweeps) == (0, 1) and moments[1] == SUBMITTED + 23
 
 
 def test_learned_solve_times_survive_in_the_lease(store: InMemoryTaskStore) -> None:
     pending(store, "1", first_poll=SUBMITTED + 20)
-    service, _ = _clocked(store, FakeProvider(answers={"1": TOKEN}), POLICY)
+    service, _ = _clocked(store, FakeProvider(answers={"1": TOKEN}), UNIT_POLL_POLICY)
     service.run(remaining_seconds=lambda: 60.0)
     assert store.lease["samples"] == {"userrecaptcha": [10.0]}
     fresh_container = SolveTimes(default_seconds=20)
-    PollerService(store, FakeProvider(), POLICY, fresh_container).run(lambda: 60.0)
+    PollerService(store, FakeProvider(), UNIT_POLL_POLICY, fresh_container).run(lambda: 60.0)
     assert list(fresh_container.samples["userrecaptcha"]) == [10.0]
 
 
@@ -408,7 +410,7 @@ def test_a_backlog_beyond_one_sweeps_budget_is_worked_off_by_the_next_sweeps(
 ) -> None:
     pending(store, *[str(n) for n in range(1, 40)], first_poll=SUBMITTED + 20)
     provider = FakeProvider(answers={str(n): TOKEN for n in range(1, 40)})
-    policy = dataclasses.replace(POLICY, run_seconds=50)
+    policy = dataclasses.replace(UNIT_POLL_POLICY, run_seconds=50)
     service, _ = _clocked(store, provider, policy)
     report = service.run(remaining_seconds=lambda: 60.0)
     assert (report.recovered, report.requests) == (39, 13)
@@ -435,7 +437,7 @@ def test_within_an_invocation_next_checks_are_written_once_at_its_end() -> None:
     store = CountingStore()
     pending(store, "1", "2", "3", first_poll=SUBMITTED + 20)
     provider = FakeProvider()
-    policy = dataclasses.replace(POLICY, backoff_base_seconds=5, run_seconds=50)
+    policy = dataclasses.replace(UNIT_POLL_POLICY, backoff_base_seconds=5, run_seconds=50)
     service, moments = _clocked(store, provider, policy)
 
     def pingback_for_2_and_token_for_3(seconds: float) -> None:

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from pingback_guard.domain.errors import InvalidCallbackError, StoreUnavailableError
+from pingback_guard.domain.errors import StoreUnavailableError
 from pingback_guard.domain.task import (
     CaptchaRequest,
     DeliveryPath,
@@ -118,7 +118,7 @@ def test_store_still_down_raises_so_sqs_retries() -> None:
     ],
 )
 def test_malformed_messages_fail_and_are_eventually_parked(body: str) -> None:
-    with pytest.raises(InvalidCallbackError):
+    with pytest.raises(RejectedMessageError):
         service(InMemoryTaskStore()).replay(body)
 
 

@@ -1,14 +1,17 @@
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 import pytest
 
 from pingback_guard.domain.errors import ConfigurationError
 from pingback_guard.settings import (
+    CallbackSecretSettings,
     CallbackSettings,
-    GetTaskSettings,
     PollerSettings,
     RegisterSettings,
     SubmitSettings,
+    WorkerTaskSettings,
     clamped_poller_settings,
 )
 
@@ -23,7 +26,7 @@ BASE = {
 def test_defaults_follow_the_seed() -> None:
     submit = SubmitSettings.from_env(BASE)
     poller = PollerSettings.from_env(BASE)
-    assert submit.callback_timeout_seconds == 120
+    assert submit.pingbacks.callback_timeout_seconds == 120
     assert submit.provider.base_url == "https://ocr.captchaai.com"
     assert poller.retention_seconds == 600 and poller.provider.batch_ids is True
     assert poller.table.due_shards == 8 and poller.table.result_ttl_seconds == 7 * 86400
@@ -52,25 +55,31 @@ def test_callback_requires_its_queue() -> None:
         CallbackSettings.from_env({k: v for k, v in BASE.items() if k != "DEAD_LETTER_QUEUE_URL"})
 
 
-@pytest.mark.parametrize("settings_class", [CallbackSettings, SubmitSettings, RegisterSettings])
+CALLBACK_SECRET_READERS: dict[str, Callable[[Mapping[str, str]], CallbackSecretSettings]] = {
+    "callback": lambda environ: CallbackSettings.from_env(environ).callback_secret,
+    "submit": lambda environ: SubmitSettings.from_env(environ).pingbacks.callback_secret,
+    "register": lambda environ: RegisterSettings.from_env(environ).pingbacks.callback_secret,
+}
+
+
+@pytest.mark.parametrize("function", CALLBACK_SECRET_READERS)
 def test_the_callback_secret_is_cached_60_s_so_a_revoked_one_stops_within_a_minute(
-    settings_class: type[CallbackSettings | SubmitSettings | RegisterSettings],
+    function: str,
 ) -> None:
-    assert settings_class.from_env(BASE).secret_cache_seconds == 60
+    callback_secret = CALLBACK_SECRET_READERS[function]
+    assert callback_secret(BASE).cache_seconds == 60
     # The API key's cache setting does not stretch the callback secret's.
-    assert (
-        settings_class.from_env({**BASE, "SECRET_CACHE_SECONDS": "900"}).secret_cache_seconds == 60
-    )
+    assert callback_secret({**BASE, "SECRET_CACHE_SECONDS": "900"}).cache_seconds == 60
     with pytest.raises(ConfigurationError, match="CALLBACK_SECRET_CACHE_SECONDS"):
-        settings_class.from_env({**BASE, "CALLBACK_SECRET_CACHE_SECONDS": "301"})
+        callback_secret({**BASE, "CALLBACK_SECRET_CACHE_SECONDS": "301"})
 
 
 def test_unregistered_results_are_kept_a_day_and_admin_is_optional() -> None:
     assert CallbackSettings.from_env(BASE).table.unregistered_result_ttl_seconds == 86400
-    assert GetTaskSettings.from_env(BASE).admin_principal_arn == ""
+    assert WorkerTaskSettings.from_env(BASE).admin_principal_arn == ""
     admin = "arn:aws:iam::123456789012:role/ops"
     assert (
-        GetTaskSettings.from_env({**BASE, "ADMIN_PRINCIPAL_ARN": admin}).admin_principal_arn
+        WorkerTaskSettings.from_env({**BASE, "ADMIN_PRINCIPAL_ARN": admin}).admin_principal_arn
         == admin
     )
 

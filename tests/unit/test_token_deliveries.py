@@ -3,40 +3,36 @@
 from __future__ import annotations
 
 from pingback_guard.domain.task import (
-    CaptchaRequest,
     DeliveryPath,
     NewTask,
     TaskResult,
     TokenLifetimes,
 )
 from pingback_guard.logic.poll_schedule import SolveTimes
-from pingback_guard.logic.poller import PollerService, PollPolicy
+from pingback_guard.logic.poller import PollerService
 from pingback_guard.logic.replay import ReplayService
 from pingback_guard.logic.results import unread_delivery
 from pingback_guard.queue.dead_letter import encode_message
-from tests.fakes import FakeProvider, InMemoryTaskStore, nonce_for
+from tests.fakes import (
+    RECAPTCHA_REQUEST,
+    UNIT_POLL_POLICY,
+    FakeProvider,
+    InMemoryTaskStore,
+    nonce_for,
+)
 
 TOKEN = "03AFcWeA5" + "d" * 700
 # Replay refuses timestamps before 2020: a real arrival time.
 ARRIVED = 1_750_000_012.5
-REQUEST = CaptchaRequest("userrecaptcha", "key", "https://example.test")
-POLICY = PollPolicy(
-    retention_seconds=600,
-    backoff_base_seconds=30,
-    backoff_max_seconds=300,
-    max_requests_per_sweep=5,
-    ids_per_request=3,
-    deadline_margin_seconds=10,
-)
 
 
 def test_a_poll_recovery_counts_its_age_from_the_submit() -> None:
     store, stored = InMemoryTaskStore(), list[TaskResult]()
-    store.record_submission(NewTask("1", REQUEST, 1000.0, 1120.0))
+    store.record_submission(NewTask("1", RECAPTCHA_REQUEST, 1000.0, 1120.0))
     poller = PollerService(
         store,
         FakeProvider(answers={"1": TOKEN}),
-        POLICY,
+        UNIT_POLL_POLICY,
         SolveTimes(default_seconds=20),
         on_token_stored=stored.append,
     )
@@ -53,7 +49,9 @@ def test_a_poll_recovery_counts_its_age_from_the_submit() -> None:
 
 def test_a_replay_counts_from_the_original_arrival_and_only_once() -> None:
     store, stored = InMemoryTaskStore(), list[TaskResult]()
-    store.record_submission(NewTask("5", REQUEST, ARRIVED - 20, ARRIVED, nonce=nonce_for("5")))
+    store.record_submission(
+        NewTask("5", RECAPTCHA_REQUEST, ARRIVED - 20, ARRIVED, nonce=nonce_for("5"))
+    )
     service = ReplayService(store, on_token_stored=stored.append)
     pingback = TaskResult("5", TOKEN, DeliveryPath.CALLBACK, ARRIVED, nonce=nonce_for("5"))
     body = encode_message(pingback, "table down")

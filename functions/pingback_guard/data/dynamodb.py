@@ -105,14 +105,7 @@ class DynamoDbTaskStore:
         self._shard_rotation = itertools.cycle(range(settings.due_shards))
 
     def record_submission(self, task: NewTask) -> SubmissionOutcome:
-        request = task.request
-        described = {
-            "method": request.method,
-            "sitekey": request.sitekey,
-            "page_url": request.page_url,
-            "extras": dict(request.extras),
-            "submitted_at": task.submitted_at,
-        }
+        described = {**task.request.to_document(), "submitted_at": task.submitted_at}
         try:
             self._write_pending(task, described, condition="attribute_not_exists(#status)")
         except ConditionRefused as refused:

@@ -33,6 +33,10 @@ class InvalidCallbackError(PingbackGuardError):
     """A callback request that does not carry a well-formed id and code."""
 
 
+class InvalidDeadLetterError(PingbackGuardError):
+    """A dead-letter message that is not one this stack writes, or breaks the edge's rules."""
+
+
 class ProviderError(PingbackGuardError):
     """The CAPTCHA provider did not give a usable answer."""
 

@@ -7,6 +7,7 @@ once a task has a solution it keeps the first one.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -157,6 +158,33 @@ class CaptchaRequest:
             name: value for name, value in self.extras.items() if name not in SECRET_EXTRA_FIELDS
         }
         return CaptchaRequest(self.method, self.sitekey, self.page_url, kept)
+
+    def to_document(self) -> dict[str, Any]:
+        """The request as JSON and DynamoDB hold it."""
+        return {
+            "method": self.method,
+            "sitekey": self.sitekey,
+            "page_url": self.page_url,
+            "extras": dict(self.extras),
+        }
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> CaptchaRequest:
+        """The inverse of to_document; KeyError, TypeError or ValueError when it is not one."""
+        extras = dict(document.get("extras", {}))
+        return cls(
+            method=required_text(document["method"]),
+            sitekey=required_text(document["sitekey"]),
+            page_url=required_text(document["page_url"]),
+            extras={required_text(name): required_text(value) for name, value in extras.items()},
+        )
+
+
+def required_text(value: object) -> str:
+    """The value when it is a str; TypeError otherwise (decoders turn it into their own error)."""
+    if not isinstance(value, str):
+        raise TypeError("expected text")
+    return value
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,12 @@ import time
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
+    APIGatewayProxyEventV2,
+)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import StoreError
 from pingback_guard.domain.task import normalise_task_id
@@ -19,13 +22,12 @@ from pingback_guard.handlers.responses import json_response
 from pingback_guard.logic.get_task import Lookup, ReadThroughOutcome, ReadThroughPolicy, TaskQuery
 from pingback_guard.observability import emit_delivery, logger, metrics, tracer
 from pingback_guard.provider.captchaai import RetryPolicy
-from pingback_guard.provider.wiring import captchaai_client
-from pingback_guard.settings import GetTaskSettings
-from pingback_guard.wiring import dynamodb_client
+from pingback_guard.provider.configured_client import captchaai_client
+from pingback_guard.settings import WorkerTaskSettings
 
-settings = GetTaskSettings.from_env(os.environ)
+settings = WorkerTaskSettings.from_env(os.environ)
 query = TaskQuery(
-    DynamoDbTaskStore(dynamodb_client(), settings.table),
+    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
     # One attempt: a worker is waiting on this answer, and its next GET is the retry.
     captchaai_client(settings.provider, retry=RetryPolicy(attempts=1)),
     ReadThroughPolicy(interval_seconds=settings.read_through_interval_seconds),

@@ -9,16 +9,16 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.task import TaskResult
 from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService, PollPolicy, SweepReport
 from pingback_guard.logic.results import unread_delivery
 from pingback_guard.observability import emit_delivery, logger, metrics, tracer
+from pingback_guard.provider.configured_client import captchaai_client
 from pingback_guard.provider.traced import TracedProvider
-from pingback_guard.provider.wiring import captchaai_client
 from pingback_guard.settings import PollerSettings, clamped_poller_settings
-from pingback_guard.wiring import dynamodb_client
 
 settings, setting_warnings = clamped_poller_settings(PollerSettings.from_env(os.environ))
 for setting_warning in setting_warnings:
@@ -31,7 +31,7 @@ def _token_recovered(result: TaskResult) -> None:
 
 
 service = PollerService(
-    DynamoDbTaskStore(dynamodb_client(), settings.table),
+    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
     TracedProvider(captchaai_client(provider), tracer.provider),
     PollPolicy(
         retention_seconds=settings.retention_seconds,

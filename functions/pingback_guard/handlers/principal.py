@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
+    APIGatewayProxyEventV2,
+)
 
 from pingback_guard.domain.task import is_clean_text
 

@@ -8,14 +8,17 @@ import time
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
+    APIGatewayProxyEventV2,
+)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import SecretUnavailableError, StoreError
 from pingback_guard.handlers.principal import caller_principal
 from pingback_guard.handlers.responses import InvalidBodyError, json_body, json_response
-from pingback_guard.logic.callback import CallbackAuthenticator
+from pingback_guard.logic.pingback_secrets import CallbackAuthenticator
 from pingback_guard.logic.register import (
     InvalidRegistrationError,
     RegisterService,
@@ -25,7 +28,6 @@ from pingback_guard.logic.register import (
 from pingback_guard.logic.submit import issue_pingback
 from pingback_guard.observability import count_provisional_discarded, logger, metrics, tracer
 from pingback_guard.settings import RegisterSettings
-from pingback_guard.wiring import callback_secrets_reader, dynamodb_client
 
 ISSUE_ROUTE = "POST /pingback-urls"
 REGISTER_ROUTE = "PUT /tasks/{task_id}"
@@ -35,16 +37,14 @@ STATUS_OF_OUTCOME = {
 }
 
 settings = RegisterSettings.from_env(os.environ)
-read_callback_secrets = callback_secrets_reader(
-    settings.callback_secret_id, settings.secret_cache_seconds
-)
+read_callback_secrets = aws_clients.callback_secrets_reader(settings.pingbacks.callback_secret)
 authenticator = CallbackAuthenticator(read_callback_secrets)
 
 
 service = RegisterService(
-    DynamoDbTaskStore(dynamodb_client(), settings.table),
-    settings.callback_timeout_seconds,
-    expected_solve_seconds=settings.expected_solve_seconds,
+    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
+    settings.pingbacks.callback_timeout_seconds,
+    expected_solve_seconds=settings.pingbacks.expected_solve_seconds,
     on_provisional_discarded=count_provisional_discarded,
 )
 
@@ -68,7 +68,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
 
 def _issue(request: APIGatewayProxyEventV2) -> dict[str, Any]:
-    base_url = settings.public_base_url or f"https://{request.request_context.domain_name}"
+    base_url = (
+        settings.pingbacks.public_base_url or f"https://{request.request_context.domain_name}"
+    )
     pingback = issue_pingback(base_url, read_callback_secrets(False).current)
     metrics.add_metric(name="PingbackUrlIssued", unit=MetricUnit.Count, value=1)
     # Until then a pingback that beats the registration is kept provisionally.

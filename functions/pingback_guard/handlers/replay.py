@@ -16,6 +16,7 @@ from aws_lambda_powertools.utilities.batch.types import PartialItemFailureRespon
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import PingbackGuardError
 from pingback_guard.domain.task import TaskResult
@@ -23,7 +24,6 @@ from pingback_guard.logic.replay import RejectedMessageError, ReplayService
 from pingback_guard.logic.results import unread_delivery
 from pingback_guard.observability import emit_delivery, logger, metrics, tracer
 from pingback_guard.settings import ReplaySettings
-from pingback_guard.wiring import dynamodb_client
 
 settings = ReplaySettings.from_env(os.environ)
 
@@ -33,7 +33,8 @@ def _token_replayed(result: TaskResult) -> None:
 
 
 service = ReplayService(
-    DynamoDbTaskStore(dynamodb_client(), settings.table), on_token_stored=_token_replayed
+    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
+    on_token_stored=_token_replayed,
 )
 # A batch whose every record fails is still a partial-failure answer, not a function error:
 # SQS retries those messages and parks them; the Errors alarm stays for real crashes.

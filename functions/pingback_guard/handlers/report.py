@@ -7,9 +7,12 @@ import os
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
+    APIGatewayProxyEventV2,
+)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import (
     PingbackGuardError,
@@ -22,13 +25,12 @@ from pingback_guard.handlers.principal import caller_principal
 from pingback_guard.handlers.responses import json_response
 from pingback_guard.logic.report import InvalidReportError, ReportService, parse_report
 from pingback_guard.observability import logger, metrics, tracer
-from pingback_guard.provider.wiring import captchaai_client
-from pingback_guard.settings import ReportSettings
-from pingback_guard.wiring import dynamodb_client
+from pingback_guard.provider.configured_client import captchaai_client
+from pingback_guard.settings import WorkerTaskSettings
 
-settings = ReportSettings.from_env(os.environ)
+settings = WorkerTaskSettings.from_env(os.environ)
 service = ReportService(
-    DynamoDbTaskStore(dynamodb_client(), settings.table),
+    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
     captchaai_client(settings.provider),
     settings.report_window_seconds,
     admin_principal_arn=settings.admin_principal_arn,

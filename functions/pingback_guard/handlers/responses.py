@@ -5,9 +5,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
+        APIGatewayProxyEventV2,
+    )
 
 
 def json_response(status: int, body: dict[str, Any]) -> dict[str, Any]:
@@ -22,14 +26,15 @@ def text_response(status: int, body: str) -> dict[str, Any]:
     return {"statusCode": status, "headers": {"content-type": "text/plain"}, "body": body}
 
 
-def raw_body(request: APIGatewayProxyEventV2) -> bytes | None:
+def raw_body(event: Mapping[str, Any]) -> bytes | None:
     """The body as bytes whether API Gateway base64-encoded it or not; None when undecodable."""
-    if not request.body:
+    body = event.get("body")
+    if not body:
         return b""
-    if not request.is_base64_encoded:
-        return request.body.encode("utf-8", "surrogatepass")
+    if not event.get("isBase64Encoded"):
+        return str(body).encode("utf-8", "surrogatepass")
     try:
-        return base64.b64decode(request.body, validate=True)
+        return base64.b64decode(body, validate=True)
     except (binascii.Error, ValueError):
         return None
 
@@ -43,7 +48,7 @@ MAX_JSON_BODY_BYTES = 64 * 1024
 
 def json_body(request: APIGatewayProxyEventV2) -> object:
     """The JSON document in the body (None when empty); any malformed input is InvalidBodyError."""
-    body = raw_body(request)
+    body = raw_body(request.raw_event)
     if body is None:
         raise InvalidBodyError("body is not valid base64")
     if len(body) > MAX_JSON_BODY_BYTES:

@@ -6,9 +6,12 @@ import os
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.data_classes import APIGatewayProxyEventV2
+from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
+    APIGatewayProxyEventV2,
+)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import (
     ProviderAccountError,
@@ -27,27 +30,20 @@ from pingback_guard.logic.submit import (
     parse_submission,
 )
 from pingback_guard.observability import count_provisional_discarded, logger, metrics, tracer
-from pingback_guard.provider.wiring import captchaai_client
+from pingback_guard.provider.configured_client import captchaai_client
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
 from pingback_guard.settings import SubmitSettings
-from pingback_guard.wiring import (
-    callback_secrets_reader,
-    dynamodb_client,
-    sqs_client,
-)
 
 settings = SubmitSettings.from_env(os.environ)
-read_callback_secrets = callback_secrets_reader(
-    settings.callback_secret_id, settings.secret_cache_seconds
-)
+read_callback_secrets = aws_clients.callback_secrets_reader(settings.pingbacks.callback_secret)
 
 
 service = SubmitService(
-    DynamoDbTaskStore(dynamodb_client(), settings.table),
+    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
     captchaai_client(settings.provider),
-    SqsDeadLetterQueue(sqs_client(), settings.dead_letter_queue_url),
-    settings.callback_timeout_seconds,
-    expected_solve_seconds=settings.expected_solve_seconds,
+    SqsDeadLetterQueue(aws_clients.sqs_client(), settings.dead_letter_queue_url),
+    settings.pingbacks.callback_timeout_seconds,
+    expected_solve_seconds=settings.pingbacks.expected_solve_seconds,
     on_provisional_discarded=count_provisional_discarded,
 )
 
@@ -61,7 +57,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         owner, captcha = _caller_and_request(request)
     except _Refusal as refusal:
         return _refused(refusal.status, refusal.reason)
-    base_url = settings.public_base_url or f"https://{request.request_context.domain_name}"
+    base_url = (
+        settings.pingbacks.public_base_url or f"https://{request.request_context.domain_name}"
+    )
     try:
         pingback = issue_pingback(base_url, read_callback_secrets(False).current)
         task = service.submit(captcha, pingback, owner)

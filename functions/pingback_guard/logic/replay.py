@@ -12,7 +12,7 @@ from collections.abc import Callable
 from enum import StrEnum
 
 from pingback_guard.data.store import TaskStore
-from pingback_guard.domain.errors import InvalidCallbackError
+from pingback_guard.domain.errors import InvalidCallbackError, InvalidDeadLetterError
 from pingback_guard.domain.task import (
     NewTask,
     StoreOutcome,
@@ -20,8 +20,8 @@ from pingback_guard.domain.task import (
     TaskResult,
     is_clean_text,
 )
-from pingback_guard.logic.callback import check_code
 from pingback_guard.logic.capability import is_nonce
+from pingback_guard.logic.pingback_request import check_code
 from pingback_guard.logic.results import store_result
 from pingback_guard.logic.submit import InvalidSubmissionError, parse_submission
 from pingback_guard.queue.dead_letter import DeadLetter, decode_message
@@ -48,7 +48,7 @@ class ReplayOutcome(StrEnum):
     PROVISIONAL_DISCARDED = "ProvisionalResultDiscarded"
 
 
-class RejectedMessageError(InvalidCallbackError):
+class RejectedMessageError(InvalidDeadLetterError):
     """A dead-letter message that breaks the edge's rules: never applied, parked after retries."""
 
 
@@ -94,7 +94,7 @@ def checked_message(message_body: str, now: float) -> DeadLetter:
         raise RejectedMessageError("dead-letter message too large")
     try:
         write = decode_message(message_body)
-    except InvalidCallbackError as error:
+    except InvalidDeadLetterError as error:
         raise RejectedMessageError(str(error)) from None
     if isinstance(write, NewTask):
         _check_registration(write, now)
@@ -113,19 +113,11 @@ def _check_result(result: TaskResult, now: float) -> None:
 
 
 def _check_registration(task: NewTask, now: float) -> None:
-    request = task.request
     try:
-        parsed = parse_submission(
-            {
-                "method": request.method,
-                "sitekey": request.sitekey,
-                "page_url": request.page_url,
-                "extras": dict(request.extras),
-            }
-        )
+        parsed = parse_submission(task.request.to_document())
     except InvalidSubmissionError as error:
         raise RejectedMessageError(f"dead-letter registration: {error}") from None
-    if parsed != request:
+    if parsed != task.request:
         raise RejectedMessageError("dead-letter registration: request is not in canonical form")
     _check_time("submitted_at", task.submitted_at, now)
     first_poll_delay = task.first_poll_at - task.submitted_at

@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from pingback_guard.domain.errors import DeadLetterError, InvalidCallbackError
+from pingback_guard.domain.errors import DeadLetterError, InvalidDeadLetterError
 from pingback_guard.domain.task import (
     CaptchaRequest,
     DeliveryPath,
     NewTask,
     TaskResult,
     normalise_task_id,
+    required_text,
 )
 
 if TYPE_CHECKING:
@@ -49,12 +50,7 @@ def encode_message(write: DeadLetter, reason: str) -> str:
         body = {
             "kind": SUBMISSION_KIND,
             "task_id": write.task_id,
-            "request": {
-                "method": write.request.method,
-                "sitekey": write.request.sitekey,
-                "page_url": write.request.page_url,
-                "extras": dict(write.request.extras),
-            },
+            "request": write.request.to_document(),
             "submitted_at": write.submitted_at,
             "first_poll_at": write.first_poll_at,
             "nonce": write.nonce,
@@ -69,15 +65,9 @@ def decode_message(body: str) -> DeadLetter:
         document = json.loads(body)
         task_id = normalise_task_id(document["task_id"])
         if document.get("kind", RESULT_KIND) == SUBMISSION_KIND:
-            request = document["request"]
             return NewTask(
                 task_id=task_id,
-                request=CaptchaRequest(
-                    method=_text(request["method"]),
-                    sitekey=_text(request["sitekey"]),
-                    page_url=_text(request["page_url"]),
-                    extras={_text(k): _text(v) for k, v in dict(request.get("extras", {})).items()},
-                ),
+                request=CaptchaRequest.from_document(document["request"]),
                 submitted_at=float(document["submitted_at"]),
                 first_poll_at=float(document["first_poll_at"]),
                 nonce=_optional_text(document.get("nonce")),
@@ -85,25 +75,19 @@ def decode_message(body: str) -> DeadLetter:
             )
         return TaskResult(
             task_id=task_id,
-            code=_text(document["code"]),
+            code=required_text(document["code"]),
             delivered_via=DeliveryPath.REPLAY,
             received_at=float(document["received_at"]),
             nonce=_optional_text(document.get("nonce")),
         )
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
         reason = type(error).__name__
-        raise InvalidCallbackError(f"dead-letter message is malformed: {reason}") from None
-
-
-def _text(value: object) -> str:
-    if not isinstance(value, str):
-        raise TypeError("expected text")
-    return value
+        raise InvalidDeadLetterError(f"dead-letter message is malformed: {reason}") from None
 
 
 def _optional_text(value: object) -> str | None:
     """Messages written before per-task nonces have none: they keep the legacy rule."""
-    return None if value is None else _text(value)
+    return None if value is None else required_text(value)
 
 
 class SqsDeadLetterQueue:

@@ -1,9 +1,9 @@
-"""The real provider client as a function's settings describe it (kept out of the shared
-wiring module so functions that never call the provider never import requests)."""
+"""The real provider client as a function's settings describe it (kept out of aws_clients so
+functions that never call the provider never import requests)."""
 
+from pingback_guard.aws_clients import api_key_reader
 from pingback_guard.provider.captchaai import CaptchaAiClient, RetryPolicy
 from pingback_guard.settings import ProviderSettings
-from pingback_guard.wiring import api_key_reader
 
 
 def captchaai_client(

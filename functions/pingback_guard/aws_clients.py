@@ -18,7 +18,8 @@ from aws_lambda_powertools.utilities.parameters.exceptions import (
 from botocore.config import Config
 
 from pingback_guard.domain.errors import SecretUnavailableError
-from pingback_guard.logic.callback import CallbackSecrets
+from pingback_guard.logic.pingback_secrets import CallbackSecrets
+from pingback_guard.settings import CallbackSecretSettings
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -40,11 +41,16 @@ def sqs_client() -> SQSClient:
     return boto3.client("sqs", config=FAST_AWS_CONFIG)
 
 
-def callback_secrets_reader(secret_id: str, max_age: int) -> Callable[[bool], CallbackSecrets]:
+def callback_secrets_reader(
+    secret: CallbackSecretSettings,
+) -> Callable[[bool], CallbackSecrets]:
     def read(force: bool) -> CallbackSecrets:
         document: Any = _fetch(
             lambda: parameters.get_secret(
-                secret_id, transform="json", max_age=max_age, force_fetch=force
+                secret.secret_id,
+                transform="json",
+                max_age=secret.cache_seconds,
+                force_fetch=force,
             ),
             "callback secret",
         )
