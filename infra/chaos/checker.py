@@ -39,6 +39,8 @@ class Verdict:
     dead_letter_left: int = 0
     parked: int = 0
     forged_accepted: int = 0
+    failures_explained: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """For each lost or wrong-code task, what its item says (never a code or a token)."""
 
     @property
     def passed(self) -> bool:
@@ -68,6 +70,9 @@ def verdict(
     known = {str(task["id"]) for task in truth}
     for task in truth:
         _judge_task(result, task, table.get(str(task["id"])), writes.get(str(task["id"]), 0))
+    result.failures_explained = explain_failures(
+        truth, table, [*result.lost, *result.wrong_code], writes
+    )
     forged_ids = set(forged_provisional(truth, table))
     result.unknown_in_table = sorted(set(table) - known - forged_ids)
     result.dead_letter_left = queue_depths.get("dead_letter", 0)
@@ -102,6 +107,38 @@ def _judge_task(
         result.lost.append(task_id)
     else:
         result.wrong_code.append(task_id)
+
+
+def explain_failures(
+    truth: Sequence[Mapping[str, Any]],
+    table: Mapping[str, Mapping[str, Any]],
+    task_ids: Sequence[str],
+    writes: Mapping[str, int],
+) -> dict[str, dict[str, Any]]:
+    """What the table holds for each failed task, enough to tell the paths apart."""
+    owners_of_code = {str(task["code"]): str(task["id"]) for task in truth}
+    explained: dict[str, dict[str, Any]] = {}
+    for task_id in task_ids:
+        item = table.get(task_id) or {}
+        code = item.get("solution") or item.get("error")
+        explained[task_id] = {
+            "status": item.get("status"),
+            "delivered_via": item.get("delivered_via"),
+            "registered": "submitted_at" in item,
+            "has_nonce": "nonce" in item,
+            "error": item.get("error"),
+            "result_writes": writes.get(task_id, 0),
+            "code_is": (
+                "none"
+                if code is None
+                else "forged"
+                if is_forged_code(code)
+                else f"task {owners_of_code[str(code)]}'s"
+                if str(code) in owners_of_code
+                else "unknown"
+            ),
+        }
+    return explained
 
 
 def forged_decisions(

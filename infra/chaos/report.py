@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,7 @@ def summary_text(document: dict[str, Any]) -> str:
         f" task {figures['table_requests_per_task']}, table writes per task"
         f" {figures['table_writes_per_task']}",
     ]
+    lines.extend(_failure_lines(verdict.get("failures_explained", {})))
     lines.extend(_workload_lines(document))
     lines.append(
         "  token age when a waiting worker (the client) had it: "
@@ -244,3 +246,21 @@ def worker_ages_text(ages: dict[str, Any] | None) -> str:
         f"p50 {age.get('p50', '-')} s, p95 {age.get('p95', '-')} s over {ages['waited_solved']}"
         f" solved tasks; unusable {ages['unusable']}"
     )
+
+
+def _failure_lines(explained: dict[str, dict[str, Any]]) -> list[str]:
+    """Lost and wrong-code tasks grouped by what their items say (report.json lists each)."""
+    groups = Counter(
+        (
+            detail["status"],
+            detail["delivered_via"],
+            "registered" if detail["registered"] else "never registered",
+            detail["error"] or "",
+            "holds " + str(detail["code_is"]).split(" ")[0] + " code",
+        )
+        for detail in explained.values()
+    )
+    return [
+        f"    {count} x {', '.join(str(part) for part in group if part)}"
+        for group, count in groups.most_common(6)
+    ]
