@@ -98,7 +98,10 @@ def judge_result_events(
     verdict.not_applied = _named(key for key in results if applied.get(key, 0) == 0)
     verdict.applied_more_than_once = _named(key for key in results if applied.get(key, 0) > 1)
     verdict.applied_without_event = _named(set(applied) - set(events))
-    verdict.published_unregistered = _named(key for key in events if key[0] not in registered)
+    # An id gone from the table (the operator removed the synthetic task) cannot be judged.
+    verdict.published_unregistered = _named(
+        key for key in events if key[0] in items and key[0] not in registered
+    )
     verdict.applied_once = sum(1 for key in results if applied.get(key, 0) == 1)
     return verdict
 

@@ -54,7 +54,9 @@ def test_a_result_published_for_an_unregistered_id_fails() -> None:
     # Given a (maybe forged) result kept for id 5, which no worker registered, reached the bus
     published = [detail("1", "SOLVED"), detail("2", "FAILED"), detail("3", "SOLVED")]
     published.append(detail("5", "SOLVED"))
+    published.append(detail("6", "EXPIRED"))  # a row removed since: not judged
     applied = {("1", "SOLVED"): 1, ("2", "FAILED"): 1, ("3", "SOLVED"): 1, ("5", "SOLVED"): 1}
+    applied[("6", "EXPIRED")] = 1
 
     verdict = judge_result_events(ITEMS, published, applied)
 
