@@ -138,6 +138,23 @@ def test_without_an_earlier_check_the_result_can_have_finished_since_submit(
     assert list(solve_times.samples["userrecaptcha"]) == [10.0]
 
 
+def test_a_task_found_ready_long_after_its_last_look_teaches_no_solve_time(
+    store: InMemoryTaskStore,
+) -> None:
+    # Given a backlog: the task's first check comes 200 s after submit
+    pending(store, "1", first_poll=SUBMITTED + 20)
+    solve_times = SolveTimes(default_seconds=20)
+    service = PollerService(
+        store, FakeProvider(answers={"1": TOKEN}), UNIT_POLL_POLICY, solve_times
+    )
+
+    report = service.sweep(now=SUBMITTED + 200, remaining_seconds=plenty)
+
+    # Then the token is stored, but "solved within 200 s" is not learned as a 100 s solve time
+    assert report.recovered == 1
+    assert "userrecaptcha" not in solve_times.samples
+
+
 def test_a_task_not_likely_ready_waits_without_a_request(store: InMemoryTaskStore) -> None:
     pending(store, "1", first_poll=SUBMITTED + 15)
     solve_times = SolveTimes(default_seconds=20)

@@ -24,6 +24,10 @@ MAX_CHECKS_PER_TASK = 12
 READY_QUANTILE = 0.5
 MIN_SAMPLES = 20
 SAMPLES_KEPT = 200
+# A task found ready long after its last look says little about its solve time: the middle of a
+# wide window is mostly the poller's own lateness (a backlog, an outage), and learning it would
+# defer the next tasks' first checks further still (the soak run learned its way to minutes).
+MAX_LEARNING_WINDOW_SECONDS = 30.0
 
 
 def earliest_first_check(method: str | None) -> float:
@@ -54,6 +58,14 @@ class SolveTimes:
         if method and math.isfinite(seconds) and seconds >= 0:
             kept = self.samples.setdefault(method, deque(maxlen=SAMPLES_KEPT))
             kept.append(round(seconds, 1))
+
+    def observe_window(
+        self, method: str | None, submitted_at: float, earliest: float, latest: float
+    ) -> None:
+        """A task found solved, finished between ``earliest`` and ``latest``: learned from only
+        if that window is narrow."""
+        if latest - earliest <= MAX_LEARNING_WINDOW_SECONDS:
+            self.observe(method, (earliest + latest) / 2 - submitted_at)
 
     def likely_ready(self, method: str | None) -> float:
         """Seconds after submit by which the method's task is likely solved."""

@@ -299,7 +299,7 @@ class PollerService:
             finished_after=finished_after,
         )
         if answer.kind is AnswerKind.READY:
-            self._solve_times.observe(task.method, (finished_after + now) / 2 - task.submitted_at)
+            self._solve_times.observe_window(task.method, task.submitted_at, finished_after, now)
         outcome = store_result(self._store, result)
         if outcome is StoreOutcome.DUPLICATE:
             report.duplicates += 1
