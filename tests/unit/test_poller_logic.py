@@ -126,15 +126,17 @@ def test_the_poll_result_says_when_the_provider_can_have_finished() -> None:
     ]
 
 
+def learning_poller(store: InMemoryTaskStore, solve_times: SolveTimes) -> PollerService:
+    """A poller whose one task (id 1, due 20 s after submit) is solved."""
+    pending(store, "1", first_poll=SUBMITTED + 20)
+    return PollerService(store, FakeProvider(answers={"1": TOKEN}), UNIT_POLL_POLICY, solve_times)
+
+
 def test_without_an_earlier_check_the_result_can_have_finished_since_submit(
     store: InMemoryTaskStore,
 ) -> None:
-    pending(store, "1", first_poll=SUBMITTED + 20)
     solve_times = SolveTimes(default_seconds=20)
-    service = PollerService(
-        store, FakeProvider(answers={"1": TOKEN}), UNIT_POLL_POLICY, solve_times
-    )
-    service.sweep(now=SUBMITTED + 20, remaining_seconds=plenty)
+    learning_poller(store, solve_times).sweep(now=SUBMITTED + 20, remaining_seconds=plenty)
     assert list(solve_times.samples["userrecaptcha"]) == [10.0]
 
 
@@ -142,11 +144,8 @@ def test_a_task_found_ready_long_after_its_last_look_teaches_no_solve_time(
     store: InMemoryTaskStore,
 ) -> None:
     # Given a backlog: the task's first check comes 200 s after submit
-    pending(store, "1", first_poll=SUBMITTED + 20)
     solve_times = SolveTimes(default_seconds=20)
-    service = PollerService(
-        store, FakeProvider(answers={"1": TOKEN}), UNIT_POLL_POLICY, solve_times
-    )
+    service = learning_poller(store, solve_times)
 
     report = service.sweep(now=SUBMITTED + 200, remaining_seconds=plenty)
 
