@@ -128,17 +128,18 @@ def explain_failures(
             "has_nonce": "nonce" in item,
             "error": item.get("error"),
             "result_writes": writes.get(task_id, 0),
-            "code_is": (
-                "none"
-                if code is None
-                else "forged"
-                if is_forged_code(code)
-                else f"task {owners_of_code[str(code)]}'s"
-                if str(code) in owners_of_code
-                else "unknown"
-            ),
+            "code_is": _whose_code(code, owners_of_code),
         }
     return explained
+
+
+def _whose_code(code: object, owners_of_code: Mapping[str, str]) -> str:
+    if code is None:
+        return "none"
+    if is_forged_code(code):
+        return "forged"
+    owner = owners_of_code.get(str(code))
+    return "unknown" if owner is None else f"task {owner}'s"
 
 
 def forged_decisions(

@@ -5,6 +5,7 @@ waited for, by a worker of its own, like a fleet of workers each solving one CAP
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,8 +41,10 @@ class WaitingWorkers:
         thread.start()
 
     def join(self, timeout: float) -> None:
+        """Until every waiter has ended, or `timeout` has passed for all of them together."""
+        deadline = time.monotonic() + timeout
         for thread in list(self._threads):
-            thread.join(timeout)
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def _wait(self, task_id: str) -> None:
         worker = ClientWaiter(self._api_url, self._region)
@@ -63,19 +66,14 @@ def token_age_at_worker(
         for task in truth
         if task.get("outcome") == "solved" and task.get("finished_at") is not None
     }
-    ages = [
-        moment - finished[task_id]
+    ages = {
+        task_id: None if moment is None else moment - finished[task_id]
         for task_id, moment in had_at.items()
-        if task_id in finished and moment is not None
-    ]
-    waited = [task_id for task_id in had_at if task_id in finished]
+        if task_id in finished
+    }
+    in_hand = [age for age in ages.values() if age is not None]
     return {
-        "waited_solved": len(waited),
-        "age_seconds": percentiles(ages),
-        "unusable": sum(
-            1
-            for task_id in waited
-            if had_at[task_id] is None
-            or (had_at[task_id] or 0.0) - finished[task_id] > TOKEN_LIFETIME_SECONDS
-        ),
+        "waited_solved": len(ages),
+        "age_seconds": percentiles(in_hand),
+        "unusable": len(ages) - sum(1 for age in in_hand if age <= TOKEN_LIFETIME_SECONDS),
     }
