@@ -187,6 +187,8 @@ class WorkerTaskSettings:
     provider: ProviderSettings
     admin_principal_arn: str
     read_through_interval_seconds: float
+    read_through_max_gap_seconds: float
+    expected_solve_seconds: float
     report_window_seconds: float
 
     @classmethod
@@ -197,6 +199,8 @@ class WorkerTaskSettings:
             provider=ProviderSettings.from_env(env),
             admin_principal_arn=env.optional_text("ADMIN_PRINCIPAL_ARN"),
             read_through_interval_seconds=env.number("READ_THROUGH_INTERVAL_SECONDS", 5, 0.1, 3600),
+            read_through_max_gap_seconds=backoff_max_seconds(env),
+            expected_solve_seconds=expected_solve_seconds(env),
             report_window_seconds=env.number("REPORT_WINDOW_SECONDS", 900, 1, 86400),
         )
 
@@ -252,8 +256,14 @@ class SubmitSettings:
 
 
 def expected_solve_seconds(env: _Env) -> float:
-    """Until the poller has learned solve times, when a result is likely ready (seed: 10-60 s)."""
-    return env.number("EXPECTED_SOLVE_SECONDS", 20, 5, 600)
+    """Until solve times are learned, when a result is likely ready: the seed says most tasks
+    finish in 10-60 s, whose middle on the log scale (solve times are skewed) is about 25 s."""
+    return env.number("EXPECTED_SOLVE_SECONDS", 25, 5, 600)
+
+
+def backoff_max_seconds(env: _Env) -> float:
+    """The longest gap between two res.php checks of one task."""
+    return env.number("POLL_BACKOFF_MAX_SECONDS", 60, 5, 86400)
 
 
 @dataclass(frozen=True)
@@ -279,7 +289,7 @@ class PollerSettings:
             retention_seconds=env.number("RETENTION_SECONDS", 600, 10, 86400),
             # 2captcha: no more often than every 5 s per task.
             backoff_base_seconds=env.number("POLL_BACKOFF_BASE_SECONDS", 5, 5, 3600),
-            backoff_max_seconds=env.number("POLL_BACKOFF_MAX_SECONDS", 60, 5, 86400),
+            backoff_max_seconds=backoff_max_seconds(env),
             max_requests_per_sweep=env.integer("POLLER_MAX_REQUESTS_PER_SWEEP", 50, 1, 10000),
             deadline_margin_seconds=env.number("POLLER_DEADLINE_MARGIN_SECONDS", 10, 0, 600),
             expected_solve_seconds=expected_solve_seconds(env),

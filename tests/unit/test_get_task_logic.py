@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 
 import pytest
@@ -20,13 +21,14 @@ from pingback_guard.domain.task import (
     TaskStatus,
 )
 from pingback_guard.logic.get_task import ReadThroughOutcome, ReadThroughPolicy, TaskQuery
+from pingback_guard.logic.poll_schedule import MIN_SAMPLES, CheckSchedule, SolveTimes
 from tests.fakes import FakeProvider, InMemoryTaskStore, unavailable
 
 TOKEN = "03AFcWeA5" + "r" * 700
 SUBMITTED = 1000.0
-FIRST_POLL = SUBMITTED + 20
+EXPECTED_SOLVE = 20.0
+FIRST_POLL = SUBMITTED + EXPECTED_SOLVE
 TASK = "71000000001"
-POLICY = ReadThroughPolicy(interval_seconds=5)
 WORKER = "arn:aws:iam::123456789012:user/worker"
 
 
@@ -38,16 +40,25 @@ class Clock:
         return self.now
 
 
-def pending_task(store: InMemoryTaskStore, method: str = "userrecaptcha") -> None:
+def pending_task(
+    store: InMemoryTaskStore,
+    method: str = "userrecaptcha",
+    task_id: str = TASK,
+    submitted_at: float = SUBMITTED,
+) -> None:
     request = CaptchaRequest(method, "sitekey", "https://example.test/")
-    store.record_submission(NewTask(TASK, request, SUBMITTED, FIRST_POLL))
+    store.record_submission(NewTask(task_id, request, submitted_at, submitted_at + EXPECTED_SOLVE))
+
+
+def policy() -> ReadThroughPolicy:
+    return ReadThroughPolicy(CheckSchedule(5, 60), SolveTimes(default_seconds=EXPECTED_SOLVE))
 
 
 def reading(
     store: InMemoryTaskStore, provider: FakeProvider, now: float
 ) -> tuple[TaskQuery, Clock]:
     clock = Clock(now)
-    return TaskQuery(store, provider, POLICY, clock=clock), clock
+    return TaskQuery(store, provider, policy(), clock=clock), clock
 
 
 class TestHonestAge:
@@ -134,25 +145,82 @@ class TestReadThrough:
         task = store.get(TASK)
         assert task is not None and task.last_checked_at == FIRST_POLL
         provider.answers[TASK] = TOKEN
-        clock.now = FIRST_POLL + 6
-        found = query.look(TASK, principal=WORKER, now=FIRST_POLL + 6)
+        clock.now = FIRST_POLL + 8
+        found = query.look(TASK, principal=WORKER, now=FIRST_POLL + 8)
         assert found is not None and found.view["finished_at_earliest"] == FIRST_POLL
 
-    def test_within_the_interval_the_provider_is_asked_once(self) -> None:
+    def test_within_the_gap_the_provider_is_asked_once(self) -> None:
+        # Given a check at 20 s of age, the next gap is 40% of that age: 8 s
         store, provider = InMemoryTaskStore(), FakeProvider()
         pending_task(store)
         query, _ = reading(store, provider, FIRST_POLL)
         outcomes = [
-            query.look(TASK, principal=WORKER, now=FIRST_POLL + step) for step in (0, 1, 2, 4.9, 5)
+            query.look(TASK, principal=WORKER, now=FIRST_POLL + step) for step in (0, 1, 2, 7.9, 8)
         ]
         assert [o.read_through for o in outcomes if o] == [
             ReadThroughOutcome.NOT_READY,
-            ReadThroughOutcome.SKIPPED,
-            ReadThroughOutcome.SKIPPED,
-            ReadThroughOutcome.SKIPPED,
+            None,
+            None,
+            None,
             ReadThroughOutcome.NOT_READY,
         ]
         assert len(provider.requests) == 2
+
+    def test_a_worker_asking_every_second_checks_on_the_pollers_schedule(self) -> None:
+        # Given a task that is never solved and a worker asking once a second for two minutes
+        store, provider = InMemoryTaskStore(), FakeProvider()
+        pending_task(store)
+        query, clock = reading(store, provider, SUBMITTED)
+        checked_at: list[float] = []
+        for second in range(121):
+            clock.now = SUBMITTED + second
+            found = query.look(TASK, principal=WORKER, now=clock.now)
+            if found is not None and found.read_through is ReadThroughOutcome.NOT_READY:
+                checked_at.append(second)
+        # Then the checks start when likely solved and their gaps grow as the poller's do
+        schedule, expected = CheckSchedule(5, 60), [EXPECTED_SOLVE]
+        while (following := math.ceil(expected[-1] + schedule.gap(expected[-1]))) <= 120:
+            expected.append(following)
+        assert checked_at == expected
+        assert checked_at == [20, 28, 40, 56, 79, 111]
+
+    def test_a_poll_of_the_task_puts_off_the_read_through(self) -> None:
+        store, provider = InMemoryTaskStore(), FakeProvider()
+        pending_task(store)
+        store.record_not_ready(TASK, FIRST_POLL + 2)  # the poller asked
+        query, _ = reading(store, provider, FIRST_POLL + 3)
+        found = query.look(TASK, principal=WORKER, now=FIRST_POLL + 3)
+        assert found is not None and found.read_through is None
+        assert provider.requests == []
+
+    def test_solve_times_learned_from_pingbacks_move_the_first_check(self) -> None:
+        # Given enough solved tasks whose pingbacks arrived 40 s after submit, read by workers
+        store, provider = InMemoryTaskStore(), FakeProvider()
+        query, _ = reading(store, provider, SUBMITTED)
+        for index in range(MIN_SAMPLES):
+            solved = f"7200000{index:04d}"
+            pending_task(store, task_id=solved)
+            store.record_result(TaskResult(solved, TOKEN, DeliveryPath.CALLBACK, SUBMITTED + 40))
+            query.look(solved, principal=WORKER, now=SUBMITTED + 41)
+        # When a new task of the same kind is 30 s old, then 40 s old
+        pending_task(store, submitted_at=2000.0)
+        early = query.look(TASK, principal=WORKER, now=2030.0)
+        due = query.look(TASK, principal=WORKER, now=2040.0)
+        # Then it is first checked at the learned time, not the configured 20 s
+        assert early is not None and early.read_through is None
+        assert due is not None and due.read_through is ReadThroughOutcome.NOT_READY
+
+    def test_a_solved_task_read_again_and_again_is_learned_once(self) -> None:
+        store, provider = InMemoryTaskStore(), FakeProvider()
+        query, _ = reading(store, provider, SUBMITTED)
+        solved = "72000000001"
+        pending_task(store, task_id=solved)
+        store.record_result(TaskResult(solved, TOKEN, DeliveryPath.CALLBACK, SUBMITTED + 40))
+        for second in range(MIN_SAMPLES * 2):
+            query.look(solved, principal=WORKER, now=SUBMITTED + 41 + second)
+        pending_task(store, submitted_at=2000.0)
+        found = query.look(TASK, principal=WORKER, now=2000.0 + EXPECTED_SOLVE)
+        assert found is not None and found.read_through is ReadThroughOutcome.NOT_READY
 
     def test_a_recent_check_seen_in_the_read_costs_no_write(self) -> None:
         store, provider = InMemoryTaskStore(), FakeProvider()

@@ -25,6 +25,10 @@ from tests.fakes import (
 
 TOKEN = "03AFcWeA5" + "p" * 800
 SUBMITTED = 1000.0
+# The template's defaults: 2captcha's 5 s between checks of a task, gaps capped at a minute.
+DEFAULT_GAPS_POLICY = dataclasses.replace(
+    UNIT_POLL_POLICY, backoff_base_seconds=5, backoff_max_seconds=60
+)
 
 
 def plenty() -> float:
@@ -75,8 +79,7 @@ def test_not_ready_gaps_grow_with_the_task_age_and_checks_stay_few(
     store: InMemoryTaskStore,
 ) -> None:
     pending(store, "1", first_poll=SUBMITTED + 20)
-    policy = dataclasses.replace(UNIT_POLL_POLICY, backoff_base_seconds=5, backoff_max_seconds=60)
-    service = poller(store, FakeProvider(), policy)
+    service = poller(store, FakeProvider(), DEFAULT_GAPS_POLICY)
     now = SUBMITTED + 20
     checks = []
     while (task := store.get("1")) is not None and task.status is TaskStatus.PENDING:
@@ -88,7 +91,7 @@ def test_not_ready_gaps_grow_with_the_task_age_and_checks_stay_few(
             break
         assert task.due_at - now >= 5  # 2captcha: no more often than every 5 s per task
         now = task.due_at
-    assert checks[:4] == pytest.approx([20, 25, 31.25, 39.0625])
+    assert checks[:4] == pytest.approx([20, 28, 39.2, 54.88])
     assert len(checks) <= MAX_CHECKS_PER_TASK + 1
     assert checks[-1] == 600  # one last look at expiry, then EXPIRED
 
@@ -116,9 +119,11 @@ def test_the_poll_result_says_when_the_provider_can_have_finished() -> None:
         return original(result)
 
     store.record_result = spy  # type: ignore[assignment,method-assign]
-    poller(store, FakeProvider()).sweep(now=SUBMITTED + 20, remaining_seconds=plenty)
+    poller(store, FakeProvider(), DEFAULT_GAPS_POLICY).sweep(
+        now=SUBMITTED + 20, remaining_seconds=plenty
+    )
     store.tasks["1"] = dataclasses.replace(store.tasks["1"], due_at=SUBMITTED + 30)
-    poller(store, FakeProvider(answers={"1": TOKEN})).sweep(
+    poller(store, FakeProvider(answers={"1": TOKEN}), DEFAULT_GAPS_POLICY).sweep(
         now=SUBMITTED + 30, remaining_seconds=plenty
     )
     assert [(r.finished_after, r.received_at) for r in recorded] == [
@@ -160,13 +165,30 @@ def test_a_task_not_likely_ready_waits_without_a_request(store: InMemoryTaskStor
     for _ in range(30):
         solve_times.observe("userrecaptcha", 40)
     provider = FakeProvider()
-    policy = dataclasses.replace(UNIT_POLL_POLICY, backoff_base_seconds=5)
-    service = PollerService(store, provider, policy, solve_times)
+    service = PollerService(store, provider, DEFAULT_GAPS_POLICY, solve_times)
     report = service.sweep(now=SUBMITTED + 15, remaining_seconds=plenty)
     task = store.get("1")
     assert (report.deferred, provider.requests) == (1, [])
     assert task is not None and (task.due_at, task.poll_attempts) == (SUBMITTED + 40, 0)
     assert service.sweep(now=SUBMITTED + 40, remaining_seconds=plenty).requests == 1
+
+
+def test_a_task_a_waiting_worker_just_checked_waits_for_its_next_gap(
+    store: InMemoryTaskStore,
+) -> None:
+    # Given a task due now that a worker's read-through found not ready 2 s ago, at 30 s of age
+    pending(store, "1", first_poll=SUBMITTED + 25)
+    store.record_not_ready("1", SUBMITTED + 30)
+    provider = FakeProvider()
+    service = poller(store, provider, DEFAULT_GAPS_POLICY)
+    # When the poller sweeps, then once the gap after that check (40% of 30 s) has passed
+    early = service.sweep(now=SUBMITTED + 32, remaining_seconds=plenty)
+    task = store.get("1")
+    later = service.sweep(now=SUBMITTED + 42, remaining_seconds=plenty)
+    # Then it asks res.php only the second time
+    assert (early.deferred, early.requests) == (1, 0)
+    assert task is not None and task.due_at == SUBMITTED + 42
+    assert (later.deferred, later.requests) == (0, 1)
 
 
 def test_after_the_retention_window_a_not_ready_task_is_expired(store: InMemoryTaskStore) -> None:

@@ -261,13 +261,6 @@ class Task:
     def finished_at_earliest(self) -> float | None:
         return self.received_at if self.finished_after is None else self.finished_after
 
-    def is_overdue(self, now: float) -> bool:
-        """PENDING past its first poll time: its result is likely ready but has not arrived."""
-        if self.status is not TaskStatus.PENDING:
-            return False
-        polled_before = self.poll_attempts > 0 or self.last_checked_at is not None
-        return polled_before or (self.due_at is not None and now >= self.due_at)
-
     def is_usable(self, now: float) -> bool:
         """Only a token with a known deadline still ahead is usable; unknown counts as not."""
         return (

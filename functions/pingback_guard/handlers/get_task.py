@@ -1,5 +1,5 @@
-"""GetTaskFunction: GET /tasks/{task_id} returns the task's status and result; for an overdue
-PENDING task it first checks res.php (read-through, at most once per task per interval)."""
+"""GetTaskFunction: GET /tasks/{task_id} returns the task's status and result; for a PENDING task
+likely solved by now it first checks res.php (read-through, on the poller's growing gaps)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from pingback_guard.domain.task import normalise_task_id
 from pingback_guard.handlers.principal import caller_principal
 from pingback_guard.handlers.responses import json_response
 from pingback_guard.logic.get_task import Lookup, ReadThroughOutcome, ReadThroughPolicy, TaskQuery
+from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
 from pingback_guard.observability import emit_delivery, logger, metrics, tracer
 from pingback_guard.provider.captchaai import RetryPolicy
 from pingback_guard.provider.configured_client import captchaai_client
@@ -30,7 +31,12 @@ query = TaskQuery(
     DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
     # One attempt: a worker is waiting on this answer, and its next GET is the retry.
     captchaai_client(settings.provider, retry=RetryPolicy(attempts=1)),
-    ReadThroughPolicy(interval_seconds=settings.read_through_interval_seconds),
+    ReadThroughPolicy(
+        CheckSchedule(
+            settings.read_through_interval_seconds, settings.read_through_max_gap_seconds
+        ),
+        SolveTimes(default_seconds=settings.expected_solve_seconds),
+    ),
     admin_principal_arn=settings.admin_principal_arn,
 )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -10,8 +11,9 @@ from typing import Any
 
 from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.errors import PingbackGuardError, ProviderAccountError
-from pingback_guard.domain.task import DeliveryPath, StoreOutcome, Task, TaskResult
+from pingback_guard.domain.task import DeliveryPath, StoreOutcome, Task, TaskResult, TaskStatus
 from pingback_guard.logic.access import may_access
+from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
 from pingback_guard.logic.results import Delivery, store_result, stored_delivery
 from pingback_guard.provider.answers import AnswerKind
 from pingback_guard.provider.client import ProviderClient
@@ -20,7 +22,7 @@ from pingback_guard.provider.client import ProviderClient
 class ReadThroughOutcome(StrEnum):
     """Each outcome is also the name of the metric the handler emits for it."""
 
-    SKIPPED = "ReadThroughSkipped"  # another caller checked this task less than an interval ago
+    SKIPPED = "ReadThroughSkipped"  # another caller claimed the same check first
     NOT_READY = "ReadThroughNotReady"
     STORED = "ReadThroughRecovered"
     TASK_FAILED = "ReadThroughTaskFailed"
@@ -39,9 +41,34 @@ class Lookup:
     error: str | None = None
 
 
+# Solved tasks already learned from, so a worker reading its result again is not a new sample.
+LEARNED_IDS_KEPT = 1000
+
+
 @dataclass(frozen=True)
 class ReadThroughPolicy:
-    interval_seconds: float
+    """A task is first checked when its method is likely solved, then after gaps that grow with
+    its age (the poller's rule: where pingbacks arrive, most checks would be wasted).
+
+    ``solve_times`` is learned in this process from the results its callers read (a pingback's
+    arrival, a check's narrow window); until enough are seen, the configured expectation.
+    """
+
+    schedule: CheckSchedule
+    solve_times: SolveTimes
+
+    def is_due(self, task: Task, now: float) -> bool:
+        if task.status is not TaskStatus.PENDING or task.submitted_at is None:
+            return False
+        last = _last_check(task)
+        if last is None:
+            return now - task.submitted_at >= self.solve_times.likely_ready(_method(task))
+        return now >= last + self.schedule.gap(last - task.submitted_at)
+
+    def gap(self, task: Task, now: float) -> float:
+        """The gap that guards the next claim: two callers who read the same item agree on it."""
+        last = _last_check(task)
+        return self.schedule.gap((now if last is None else last) - (task.submitted_at or now))
 
 
 class TaskQuery:
@@ -58,6 +85,7 @@ class TaskQuery:
         self._policy = policy
         self._admin_principal_arn = admin_principal_arn
         self._clock = clock
+        self._learned: OrderedDict[str, None] = OrderedDict()
 
     def view(self, task_id: str, now: float, principal: str) -> dict[str, Any] | None:
         found = self.look(task_id, now, principal)
@@ -70,7 +98,10 @@ class TaskQuery:
         task = self._store.get(task_id)
         if task is None or not may_access(task, principal, self._admin_principal_arn):
             return None
-        if self._provider is None or self._policy is None or not task.is_overdue(now):
+        if self._provider is None or self._policy is None:
+            return Lookup(task.view(now))
+        self._learn(task, self._policy.solve_times)
+        if not self._policy.is_due(task, now):
             return Lookup(task.view(now))
         try:
             return self._read_through(task, now, self._provider, self._policy)
@@ -82,12 +113,9 @@ class TaskQuery:
     def _read_through(
         self, task: Task, now: float, provider: ProviderClient, policy: ReadThroughPolicy
     ) -> Lookup:
-        # The item just read says whether a check is recent: most GETs of a waiting worker end
-        # here without a write. The conditional write settles the races the read cannot see.
-        recent = task.read_through_at is not None and now - task.read_through_at < (
-            policy.interval_seconds
-        )
-        if recent or not self._store.claim_read_through(task.task_id, now, policy.interval_seconds):
+        # The conditional write settles the races between callers that the item just read (which
+        # said a check is due) cannot see.
+        if not self._store.claim_read_through(task.task_id, now, policy.gap(task, now)):
             return Lookup(task.view(now), ReadThroughOutcome.SKIPPED)
         answer = provider.get_results([task.task_id]).get(task.task_id)
         answered_at = self._clock()
@@ -111,11 +139,36 @@ class TaskQuery:
             return Lookup(stored.view(answered_at), ReadThroughOutcome.ALREADY_STORED)
         if result.is_failure:
             return Lookup(stored.view(answered_at), ReadThroughOutcome.TASK_FAILED)
+        self._learn(stored, policy.solve_times)
         return Lookup(
             stored.view(answered_at),
             ReadThroughOutcome.STORED,
             stored_delivery(result, stored, answered_at),
         )
+
+    def _learn(self, task: Task, solve_times: SolveTimes) -> None:
+        if (
+            task.status is not TaskStatus.SOLVED
+            or task.submitted_at is None
+            or task.received_at is None
+            or task.task_id in self._learned
+        ):
+            return
+        self._learned[task.task_id] = None
+        if len(self._learned) > LEARNED_IDS_KEPT:
+            self._learned.popitem(last=False)
+        earliest = task.finished_at_earliest or task.received_at
+        solve_times.observe_window(_method(task), task.submitted_at, earliest, task.received_at)
+
+
+def _method(task: Task) -> str | None:
+    return task.request.method if task.request else None
+
+
+def _last_check(task: Task) -> float | None:
+    """The latest moment anyone asked res.php about the task (a read-through or a poll)."""
+    checks = [at for at in (task.read_through_at, task.last_checked_at) if at is not None]
+    return max(checks, default=None)
 
 
 def _last_seen_unfinished(task: Task) -> float | None:

@@ -247,19 +247,28 @@ class PollerService:
         return [list(tasks[start : start + size]) for start in range(0, len(tasks), size)]
 
     def _deferred(self, task: DueTask, now: float, report: SweepReport) -> bool:
-        """A task not checked yet whose method is likely not solved yet waits, without a request."""
-        if task.poll_attempts or self._policy.is_expired(task, now):
+        """A task likely not solved yet, or checked a moment ago by a waiting worker's
+        read-through, waits for its next check without a request."""
+        if self._policy.is_expired(task, now):
             return False
-        likely_at = task.submitted_at + self._solve_times.likely_ready(task.method)
-        if likely_at < now + self._policy.backoff_base_seconds:
+        not_before = self._not_before(task)
+        if not_before <= now:
             return False
         try:
-            due_at = min(likely_at, self._policy.expires_at(task))
-            self._reschedule(task, due_at, 0, task.last_checked_at)
+            due_at = min(not_before, self._policy.expires_at(task))
+            self._reschedule(task, due_at, task.poll_attempts, task.last_checked_at)
         except StoreError:
             report.store_errors += 1
         report.deferred += 1
         return True
+
+    def _not_before(self, task: DueTask) -> float:
+        if task.last_checked_at is not None:
+            since_submit = task.last_checked_at - task.submitted_at
+            return task.last_checked_at + self._policy.schedule.gap(since_submit)
+        if task.poll_attempts:
+            return -math.inf
+        return task.submitted_at + self._solve_times.likely_ready(task.method)
 
     def _settle(
         self, task: DueTask, answer: ProviderAnswer, now: float, report: SweepReport
@@ -285,7 +294,7 @@ class PollerService:
         if schedule.exhausted(attempts):
             return max(now + self._policy.backoff_base_seconds, expires_at)
         likely_at = task.submitted_at + self._solve_times.likely_ready(task.method)
-        return min(schedule.next_check(task.submitted_at, now, attempts, likely_at), expires_at)
+        return min(schedule.next_check(task.submitted_at, now, likely_at), expires_at)
 
     def _store_answer(
         self, task: DueTask, answer: ProviderAnswer, now: float, report: SweepReport
