@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+import requests
 
 from infra.simulator import ConfigError, Faults, Simulator, SimulatorConfig
 from tests.simulator.simulator_helpers import FAST_CONFIG, local_session, wait_until
@@ -44,6 +45,20 @@ def test_res_slow_fault_delays_the_answer(start_simulator):
 
     assert time.monotonic() - started >= 0.3
     assert answer["status"] == 1
+
+
+def test_a_caller_gone_before_a_slow_answer_leaves_no_error_behind(start_simulator, capfd):
+    # Given a slow res.php, and a caller whose read timeout is shorter than the delay
+    client = start_simulator(faults={"res_slow_rate": 1.0, "res_slow_seconds": 0.5})
+    with pytest.raises(requests.Timeout):
+        client.session.get(
+            f"{client.base_url}/res.php", params={"action": "getbalance"}, timeout=0.1
+        )
+    # When the simulator answers after the caller has gone
+    time.sleep(0.8)
+    client.simulator.stop()
+    # Then nothing is printed: a caller's timeout is part of the fault, not the simulator's error
+    assert "Traceback" not in capfd.readouterr().err
 
 
 def test_faults_endpoint_rejects_bad_changes_and_keeps_the_old_set(start_simulator):
