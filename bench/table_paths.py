@@ -40,7 +40,7 @@ POLL_ROUNDS = 3
 # The earliest first poll of a reCAPTCHA task the submit rule allows, with the bench's overrides.
 FIRST_POLL_SECONDS = first_poll_delay(
     "userrecaptcha",
-    expected_solve_seconds=5.0,
+    expected_solve_seconds=float(BENCH_OVERRIDES["EXPECTED_SOLVE_SECONDS"]),
     callback_timeout_seconds=float(BENCH_OVERRIDES["CALLBACK_TIMEOUT_SECONDS"]),
 )
 DEAD_LETTER_TASKS = 4
