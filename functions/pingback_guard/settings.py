@@ -1,12 +1,16 @@
 """One frozen settings object per function, read from the environment once at cold start.
 
-Logic never reads ``os.environ``: handlers build these objects and pass the values on.
+Logic never reads ``os.environ``: handlers build these objects and pass the values on. A value
+the template sets from one of its Parameters has no default here (the Parameter's Default is the
+one place it is stated): a missing variable fails the cold start with its name. Defaults here are
+for what the template leaves to the code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 from urllib.parse import urlsplit
 
 from pingback_guard.domain.errors import ConfigurationError
@@ -35,26 +39,32 @@ class _Env:
     def optional_text(self, name: str) -> str:
         return self._environ.get(name, "").strip()
 
-    def number(self, name: str, default: float, minimum: float, maximum: float) -> float:
+    def number(
+        self, name: str, minimum: float, maximum: float, default: float | None = None
+    ) -> float:
         raw = self._environ.get(name)
+        if raw is None or not raw.strip():
+            if default is None:
+                raise ConfigurationError(f"{name} must be set")
+            raw = str(default)
         try:
-            value = default if raw is None or not raw.strip() else float(raw)
+            value = float(raw)
         except ValueError as error:
             raise ConfigurationError(f"{name} must be a number, got {raw!r}") from error
         if not minimum <= value <= maximum:
             raise ConfigurationError(f"{name} must be between {minimum} and {maximum}")
         return value
 
-    def integer(self, name: str, default: int, minimum: int, maximum: int) -> int:
-        value = self.number(name, default, minimum, maximum)
+    def integer(self, name: str, minimum: int, maximum: int, default: int | None = None) -> int:
+        value = self.number(name, minimum, maximum, default)
         if value != int(value):
             raise ConfigurationError(f"{name} must be a whole number")
         return int(value)
 
-    def flag(self, name: str, default: bool) -> bool:
+    def flag(self, name: str) -> bool:
         raw = self._environ.get(name, "").strip().lower()
         if not raw:
-            return default
+            raise ConfigurationError(f"{name} must be set")
         if raw in {"true", "1", "yes"}:
             return True
         if raw in {"false", "0", "no"}:
@@ -69,9 +79,9 @@ class _Env:
                 raise ConfigurationError(f"{name} must be an http(s) URL")
         return value.rstrip("/")
 
-    def provider_url(self, name: str, default: str) -> str:
+    def provider_url(self, name: str) -> str:
         """https only: the API key travels in it. Plain http is for a loopback provider (local)."""
-        value = self.url(name, default)
+        value = self.url(name)
         parts = urlsplit(value)
         if parts.scheme != "https" and parts.hostname not in LOOPBACK_HOSTS:
             raise ConfigurationError(f"{name} must be https (http only for a loopback provider)")
@@ -91,7 +101,7 @@ class CallbackSecretSettings:
             secret_id=env.text("CALLBACK_SECRET_ID"),
             # Short on purpose: the cache age bounds how long a revoked callback secret still works.
             cache_seconds=env.integer(
-                "CALLBACK_SECRET_CACHE_SECONDS", DEFAULT_CALLBACK_SECRET_CACHE_SECONDS, 0, 300
+                "CALLBACK_SECRET_CACHE_SECONDS", 0, 300, DEFAULT_CALLBACK_SECRET_CACHE_SECONDS
             ),
         )
 
@@ -109,19 +119,19 @@ class TableSettings:
     def from_env(cls, env: _Env) -> TableSettings:
         return cls(
             table_name=env.text("TASKS_TABLE_NAME"),
-            due_index_name=env.text("DUE_INDEX_NAME", "DueIndex"),
-            due_shards=env.integer("DUE_SHARDS", 8, 1, 256),
-            result_ttl_seconds=env.integer("RESULT_TTL_DAYS", 7, 1, 365) * 86400,
+            due_index_name=env.text("DUE_INDEX_NAME"),
+            due_shards=env.integer("DUE_SHARDS", 1, 256),
+            result_ttl_seconds=env.integer("RESULT_TTL_DAYS", 1, 365) * 86400,
             unregistered_result_ttl_seconds=env.integer(
                 "UNREGISTERED_RESULT_TTL_SECONDS",
-                DEFAULT_UNREGISTERED_RESULT_TTL_SECONDS,
                 300,
                 7 * 86400,
+                DEFAULT_UNREGISTERED_RESULT_TTL_SECONDS,
             ),
             token_lifetimes=TokenLifetimes(
-                recaptcha=env.number("RECAPTCHA_TOKEN_LIFETIME_SECONDS", 120, 1, 3600),
-                hcaptcha=env.number("HCAPTCHA_TOKEN_LIFETIME_SECONDS", 120, 1, 3600),
-                turnstile=env.number("TURNSTILE_TOKEN_LIFETIME_SECONDS", 300, 1, 3600),
+                recaptcha=env.number("RECAPTCHA_TOKEN_LIFETIME_SECONDS", 1, 3600),
+                hcaptcha=env.number("HCAPTCHA_TOKEN_LIFETIME_SECONDS", 1, 3600),
+                turnstile=env.number("TURNSTILE_TOKEN_LIFETIME_SECONDS", 1, 3600),
             ),
         )
 
@@ -131,23 +141,17 @@ class ProviderSettings:
     base_url: str
     api_key_parameter: str
     api_key_cache_seconds: int
-    batch_ids: bool
-    batch_size: int
     connect_timeout_seconds: float
     call_deadline_seconds: float
 
     @classmethod
     def from_env(cls, env: _Env) -> ProviderSettings:
         return cls(
-            base_url=env.provider_url("PROVIDER_BASE_URL", "https://ocr.captchaai.com"),
+            base_url=env.provider_url("PROVIDER_BASE_URL"),
             api_key_parameter=env.text("PROVIDER_API_KEY_PARAMETER"),
-            api_key_cache_seconds=env.integer("SECRET_CACHE_SECONDS", 300, 0, 3600),
-            batch_ids=env.flag("PROVIDER_BATCH_IDS", True),
-            batch_size=env.integer(
-                "PROVIDER_BATCH_SIZE", MAX_IDS_PER_RES_REQUEST, 1, MAX_IDS_PER_RES_REQUEST
-            ),
-            connect_timeout_seconds=env.number("PROVIDER_CONNECT_TIMEOUT_SECONDS", 3.05, 0.1, 30),
-            call_deadline_seconds=env.number("PROVIDER_CALL_DEADLINE_SECONDS", 10, 0.2, 60),
+            api_key_cache_seconds=env.integer("SECRET_CACHE_SECONDS", 0, 3600, 300),
+            connect_timeout_seconds=env.number("PROVIDER_CONNECT_TIMEOUT_SECONDS", 0.1, 30, 3.05),
+            call_deadline_seconds=env.number("PROVIDER_CALL_DEADLINE_SECONDS", 0.2, 60, 10),
         )
 
 
@@ -180,28 +184,49 @@ class ReplaySettings:
 
 @dataclass(frozen=True)
 class WorkerTaskSettings:
-    """GetTaskFunction and ReportFunction: a worker's routes on its own tasks (the admin
-    principal sees every task), with the provider at hand for the read-through and the report."""
+    """What a worker's routes on its own tasks share (the admin principal sees every task), with
+    the provider at hand for the read-through and the report."""
 
     table: TableSettings
     provider: ProviderSettings
     admin_principal_arn: str
+
+    @staticmethod
+    def common(env: _Env) -> dict[str, Any]:
+        return {
+            "table": TableSettings.from_env(env),
+            "provider": ProviderSettings.from_env(env),
+            "admin_principal_arn": env.optional_text("ADMIN_PRINCIPAL_ARN"),
+        }
+
+
+@dataclass(frozen=True)
+class GetTaskSettings(WorkerTaskSettings):
     read_through_interval_seconds: float
     read_through_max_gap_seconds: float
     expected_solve_seconds: float
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> GetTaskSettings:
+        env = _Env(environ)
+        return cls(
+            **cls.common(env),
+            read_through_interval_seconds=env.number("READ_THROUGH_INTERVAL_SECONDS", 0.1, 3600),
+            read_through_max_gap_seconds=backoff_max_seconds(env),
+            expected_solve_seconds=expected_solve_seconds(env),
+        )
+
+
+@dataclass(frozen=True)
+class ReportSettings(WorkerTaskSettings):
     report_window_seconds: float
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> WorkerTaskSettings:
+    def from_env(cls, environ: Mapping[str, str]) -> ReportSettings:
         env = _Env(environ)
         return cls(
-            table=TableSettings.from_env(env),
-            provider=ProviderSettings.from_env(env),
-            admin_principal_arn=env.optional_text("ADMIN_PRINCIPAL_ARN"),
-            read_through_interval_seconds=env.number("READ_THROUGH_INTERVAL_SECONDS", 5, 0.1, 3600),
-            read_through_max_gap_seconds=backoff_max_seconds(env),
-            expected_solve_seconds=expected_solve_seconds(env),
-            report_window_seconds=env.number("REPORT_WINDOW_SECONDS", 900, 1, 86400),
+            **cls.common(env),
+            report_window_seconds=env.number("REPORT_WINDOW_SECONDS", 1, 86400),
         )
 
 
@@ -219,7 +244,7 @@ class PingbackIssueSettings:
         return cls(
             callback_secret=CallbackSecretSettings.from_env(env),
             public_base_url=env.url("PUBLIC_BASE_URL", required=False),
-            callback_timeout_seconds=env.number("CALLBACK_TIMEOUT_SECONDS", 120, 1, 3600),
+            callback_timeout_seconds=env.number("CALLBACK_TIMEOUT_SECONDS", 1, 3600),
             expected_solve_seconds=expected_solve_seconds(env),
         )
 
@@ -256,20 +281,20 @@ class SubmitSettings:
 
 
 def expected_solve_seconds(env: _Env) -> float:
-    """Until solve times are learned, when a result is likely ready: the seed says most tasks
-    finish in 10-60 s, whose middle on the log scale (solve times are skewed) is about 25 s."""
-    return env.number("EXPECTED_SOLVE_SECONDS", 25, 5, 600)
+    """Until solve times are learned, when a result is likely ready."""
+    return env.number("EXPECTED_SOLVE_SECONDS", 5, 600)
 
 
 def backoff_max_seconds(env: _Env) -> float:
     """The longest gap between two res.php checks of one task."""
-    return env.number("POLL_BACKOFF_MAX_SECONDS", 60, 5, 86400)
+    return env.number("POLL_BACKOFF_MAX_SECONDS", 5, 86400)
 
 
 @dataclass(frozen=True)
 class PollerSettings:
     table: TableSettings
     provider: ProviderSettings
+    ids_per_request: int
     retention_seconds: float
     backoff_base_seconds: float
     backoff_max_seconds: float
@@ -286,17 +311,25 @@ class PollerSettings:
         return cls(
             table=TableSettings.from_env(env),
             provider=ProviderSettings.from_env(env),
-            retention_seconds=env.number("RETENTION_SECONDS", 600, 10, 86400),
+            ids_per_request=_ids_per_request(env),
+            retention_seconds=env.number("RETENTION_SECONDS", 10, 86400),
             # 2captcha: no more often than every 5 s per task.
-            backoff_base_seconds=env.number("POLL_BACKOFF_BASE_SECONDS", 5, 5, 3600),
+            backoff_base_seconds=env.number("POLL_BACKOFF_BASE_SECONDS", 5, 3600),
             backoff_max_seconds=backoff_max_seconds(env),
-            max_requests_per_sweep=env.integer("POLLER_MAX_REQUESTS_PER_SWEEP", 50, 1, 10000),
-            deadline_margin_seconds=env.number("POLLER_DEADLINE_MARGIN_SECONDS", 10, 0, 600),
+            max_requests_per_sweep=env.integer("POLLER_MAX_REQUESTS_PER_SWEEP", 1, 10000),
+            deadline_margin_seconds=env.number("POLLER_DEADLINE_MARGIN_SECONDS", 0, 600, 10),
             expected_solve_seconds=expected_solve_seconds(env),
-            sweep_interval_seconds=env.number("POLL_SWEEP_INTERVAL_SECONDS", 5, 1, 60),
-            run_seconds=env.number("POLLER_RUN_SECONDS", 55, 0, 900),
-            batch_probe_seconds=env.number("POLL_BATCH_PROBE_SECONDS", 300, 0, 86400),
+            sweep_interval_seconds=env.number("POLL_SWEEP_INTERVAL_SECONDS", 1, 60),
+            run_seconds=env.number("POLLER_RUN_SECONDS", 0, 900, 55),
+            batch_probe_seconds=env.number("POLL_BATCH_PROBE_SECONDS", 0, 86400, 300),
         )
+
+
+def _ids_per_request(env: _Env) -> int:
+    """res.php ids per request: a batch (``ids=``) unless batching is off."""
+    if not env.flag("PROVIDER_BATCH_IDS"):
+        return 1
+    return env.integer("PROVIDER_BATCH_SIZE", 1, MAX_IDS_PER_RES_REQUEST, MAX_IDS_PER_RES_REQUEST)
 
 
 def clamped_poller_settings(settings: PollerSettings) -> tuple[PollerSettings, list[str]]:

@@ -19,6 +19,7 @@ from infra.lambda_context import FakeLambdaContext
 from infra.moto_atomic import make_dynamodb_writes_atomic
 from infra.project_template import create_tasks_table
 from tests.integration.handler_support import API_KEY, SECRET, TABLE, TOKEN, callback_get
+from tests.support import template_environment
 
 PENDING_TASK_IDS = ("71000000001", "71000000002")
 
@@ -66,18 +67,19 @@ def _create_resources() -> None:
 
 
 def _function_environment(provider_base_url: str) -> dict[str, str]:
-    return {
-        "TASKS_TABLE_NAME": TABLE,
-        "DUE_INDEX_NAME": "DueIndex",
-        "DUE_SHARDS": "1",
-        "PROVIDER_API_KEY_PARAMETER": "/pg/provider-api-key",
-        "PROVIDER_BASE_URL": provider_base_url,
-        "PROVIDER_BATCH_IDS": "false",
-        "PROVIDER_CONNECT_TIMEOUT_SECONDS": "0.5",
-        "PROVIDER_CALL_DEADLINE_SECONDS": "1",
-        "POLLER_RUN_SECONDS": "0",
-        "POLLER_DEADLINE_MARGIN_SECONDS": "1",
-    }
+    """The poller's variables (the callback reads a subset) with this run's resources."""
+    return template_environment(
+        "PollerFunction",
+        TASKS_TABLE_NAME=TABLE,
+        DUE_SHARDS="1",
+        PROVIDER_API_KEY_PARAMETER="/pg/provider-api-key",
+        PROVIDER_BASE_URL=provider_base_url,
+        PROVIDER_BATCH_IDS="false",
+        PROVIDER_CONNECT_TIMEOUT_SECONDS="0.5",
+        PROVIDER_CALL_DEADLINE_SECONDS="1",
+        POLLER_RUN_SECONDS="0",
+        POLLER_DEADLINE_MARGIN_SECONDS="1",
+    )
 
 
 if __name__ == "__main__":

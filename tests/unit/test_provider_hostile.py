@@ -16,6 +16,7 @@ from pingback_guard.domain.errors import ConfigurationError, ProviderRetryableEr
 from pingback_guard.provider.answers import AnswerKind
 from pingback_guard.provider.captchaai import CaptchaAiClient, _parse_answer
 from pingback_guard.settings import PollerSettings
+from tests.support import template_environment
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=12),
@@ -138,7 +139,7 @@ def test_an_honest_answer_still_reads(dripping_server: str) -> None:
     assert answer.kind is AnswerKind.NOT_READY
 
 
-BASE_ENV = {"TASKS_TABLE_NAME": "t", "PROVIDER_API_KEY_PARAMETER": "/k"}
+BASE_ENV = template_environment("PollerFunction")
 
 
 @pytest.mark.parametrize(

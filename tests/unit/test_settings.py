@@ -8,28 +8,59 @@ from pingback_guard.domain.errors import ConfigurationError
 from pingback_guard.settings import (
     CallbackSecretSettings,
     CallbackSettings,
+    GetTaskSettings,
     PollerSettings,
     RegisterSettings,
+    ReplaySettings,
+    ReportSettings,
     SubmitSettings,
-    WorkerTaskSettings,
     clamped_poller_settings,
 )
+from tests.support import template, template_environment
 
-BASE = {
-    "TASKS_TABLE_NAME": "tasks",
-    "CALLBACK_SECRET_ID": "arn:secret",
-    "DEAD_LETTER_QUEUE_URL": "https://sqs.test/1/dlq",
-    "PROVIDER_API_KEY_PARAMETER": "/pg/key",
+SETTINGS_BY_FUNCTION: dict[str, Callable[[Mapping[str, str]], object]] = {
+    "CallbackFunction": CallbackSettings.from_env,
+    "ReplayFunction": ReplaySettings.from_env,
+    "SubmitFunction": SubmitSettings.from_env,
+    "RegisterFunction": RegisterSettings.from_env,
+    "GetTaskFunction": GetTaskSettings.from_env,
+    "ReportFunction": ReportSettings.from_env,
+    "PollerFunction": PollerSettings.from_env,
 }
+POLLER = template_environment("PollerFunction")
 
 
-def test_defaults_follow_the_seed() -> None:
-    submit = SubmitSettings.from_env(BASE)
-    poller = PollerSettings.from_env(BASE)
-    assert submit.pingbacks.callback_timeout_seconds == 120
-    assert submit.provider.base_url == "https://ocr.captchaai.com"
-    assert poller.retention_seconds == 600 and poller.provider.batch_ids is True
-    assert poller.table.due_shards == 8 and poller.table.result_ttl_seconds == 7 * 86400
+@pytest.mark.parametrize("function", SETTINGS_BY_FUNCTION)
+def test_each_function_starts_with_what_the_template_gives_it(function: str) -> None:
+    SETTINGS_BY_FUNCTION[function](template_environment(function))
+
+
+def test_the_templates_defaults_are_the_ones_in_force() -> None:
+    defaults = {name: spec["Default"] for name, spec in template()["Parameters"].items()}
+    submit = SubmitSettings.from_env(template_environment("SubmitFunction"))
+    poller = PollerSettings.from_env(POLLER)
+    assert submit.pingbacks.callback_timeout_seconds == defaults["CallbackTimeoutSeconds"]
+    assert submit.provider.base_url == defaults["ProviderBaseUrl"]
+    assert poller.retention_seconds == defaults["RetentionSeconds"]
+    assert poller.expected_solve_seconds == defaults["ExpectedSolveSeconds"]
+    assert poller.ids_per_request == 100  # ProviderBatchIds "true": res.php's largest batch
+    assert poller.table.due_shards == int(defaults["DueShards"])
+    assert poller.table.result_ttl_seconds == int(defaults["ResultTtlDays"]) * 86400
+
+
+@pytest.mark.parametrize(
+    "variable",
+    ["RETENTION_SECONDS", "EXPECTED_SOLVE_SECONDS", "PROVIDER_BATCH_IDS", "DUE_SHARDS"],
+)
+def test_a_variable_the_template_sets_has_no_second_default_in_the_code(variable: str) -> None:
+    environment = {name: value for name, value in POLLER.items() if name != variable}
+    with pytest.raises(ConfigurationError, match=f"{variable} must be set"):
+        PollerSettings.from_env(environment)
+
+
+def test_batching_off_asks_one_id_per_request() -> None:
+    poller = PollerSettings.from_env({**POLLER, "PROVIDER_BATCH_IDS": "false"})
+    assert poller.ids_per_request == 1
 
 
 @pytest.mark.parametrize(
@@ -47,18 +78,22 @@ def test_invalid_settings_fail_at_cold_start_naming_the_variable(
     override: dict[str, str], message: str
 ) -> None:
     with pytest.raises(ConfigurationError, match=message):
-        PollerSettings.from_env({**BASE, **override})
+        PollerSettings.from_env({**POLLER, **override})
 
 
 def test_callback_requires_its_queue() -> None:
+    environment = template_environment("CallbackFunction")
+    del environment["DEAD_LETTER_QUEUE_URL"]
     with pytest.raises(ConfigurationError, match="DEAD_LETTER_QUEUE_URL"):
-        CallbackSettings.from_env({k: v for k, v in BASE.items() if k != "DEAD_LETTER_QUEUE_URL"})
+        CallbackSettings.from_env(environment)
 
 
 CALLBACK_SECRET_READERS: dict[str, Callable[[Mapping[str, str]], CallbackSecretSettings]] = {
-    "callback": lambda environ: CallbackSettings.from_env(environ).callback_secret,
-    "submit": lambda environ: SubmitSettings.from_env(environ).pingbacks.callback_secret,
-    "register": lambda environ: RegisterSettings.from_env(environ).pingbacks.callback_secret,
+    "CallbackFunction": lambda environ: CallbackSettings.from_env(environ).callback_secret,
+    "SubmitFunction": lambda environ: SubmitSettings.from_env(environ).pingbacks.callback_secret,
+    "RegisterFunction": lambda environ: (
+        RegisterSettings.from_env(environ).pingbacks.callback_secret
+    ),
 }
 
 
@@ -66,55 +101,28 @@ CALLBACK_SECRET_READERS: dict[str, Callable[[Mapping[str, str]], CallbackSecretS
 def test_the_callback_secret_is_cached_60_s_so_a_revoked_one_stops_within_a_minute(
     function: str,
 ) -> None:
-    callback_secret = CALLBACK_SECRET_READERS[function]
-    assert callback_secret(BASE).cache_seconds == 60
+    callback_secret, environment = CALLBACK_SECRET_READERS[function], template_environment(function)
+    assert callback_secret(environment).cache_seconds == 60
     # The API key's cache setting does not stretch the callback secret's.
-    assert callback_secret({**BASE, "SECRET_CACHE_SECONDS": "900"}).cache_seconds == 60
+    assert callback_secret({**environment, "SECRET_CACHE_SECONDS": "900"}).cache_seconds == 60
     with pytest.raises(ConfigurationError, match="CALLBACK_SECRET_CACHE_SECONDS"):
-        callback_secret({**BASE, "CALLBACK_SECRET_CACHE_SECONDS": "301"})
+        callback_secret({**environment, "CALLBACK_SECRET_CACHE_SECONDS": "301"})
 
 
 def test_unregistered_results_are_kept_a_day_and_admin_is_optional() -> None:
-    assert CallbackSettings.from_env(BASE).table.unregistered_result_ttl_seconds == 86400
-    assert WorkerTaskSettings.from_env(BASE).admin_principal_arn == ""
+    callback = CallbackSettings.from_env(template_environment("CallbackFunction"))
+    assert callback.table.unregistered_result_ttl_seconds == 86400
+    assert (
+        GetTaskSettings.from_env(template_environment("GetTaskFunction")).admin_principal_arn == ""
+    )
     admin = "arn:aws:iam::123456789012:role/ops"
-    assert (
-        WorkerTaskSettings.from_env({**BASE, "ADMIN_PRINCIPAL_ARN": admin}).admin_principal_arn
-        == admin
-    )
-
-
-def test_the_pollers_defaults_are_the_templates_defaults() -> None:
-    from pingback_guard.settings import PollerSettings
-    from tests.support import template
-
-    parameters = template()["Parameters"]
-    settings = PollerSettings.from_env(
-        {"TASKS_TABLE_NAME": "t", "PROVIDER_API_KEY_PARAMETER": "/k"}
-    )
-    assert (
-        settings.backoff_base_seconds,
-        settings.backoff_max_seconds,
-        settings.expected_solve_seconds,
-        settings.sweep_interval_seconds,
-        settings.max_requests_per_sweep,
-        settings.retention_seconds,
-    ) == tuple(
-        float(parameters[name]["Default"])
-        for name in (
-            "PollBackoffBaseSeconds",
-            "PollBackoffMaxSeconds",
-            "ExpectedSolveSeconds",
-            "PollSweepIntervalSeconds",
-            "PollerMaxRequestsPerSweep",
-            "RetentionSeconds",
-        )
-    )
+    environment = template_environment("ReportFunction", ADMIN_PRINCIPAL_ARN=admin)
+    assert ReportSettings.from_env(environment).admin_principal_arn == admin
 
 
 def test_backoff_base_above_its_maximum_is_clamped_with_a_warning_not_a_failed_cold_start() -> None:
     settings = PollerSettings.from_env(
-        {**BASE, "POLL_BACKOFF_BASE_SECONDS": "100", "POLL_BACKOFF_MAX_SECONDS": "10"}
+        {**POLLER, "POLL_BACKOFF_BASE_SECONDS": "100", "POLL_BACKOFF_MAX_SECONDS": "10"}
     )
     clamped, warnings = clamped_poller_settings(settings)
     assert (clamped.backoff_base_seconds, clamped.backoff_max_seconds) == (10, 10)
@@ -124,5 +132,5 @@ def test_backoff_base_above_its_maximum_is_clamped_with_a_warning_not_a_failed_c
 
 
 def test_consistent_poller_settings_are_kept_as_they_are() -> None:
-    settings = PollerSettings.from_env(BASE)
+    settings = PollerSettings.from_env(POLLER)
     assert clamped_poller_settings(settings) == (settings, [])

@@ -24,9 +24,9 @@ from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
 from pingback_guard.observability import emit_delivery, logger, metrics, tracer
 from pingback_guard.provider.captchaai import RetryPolicy
 from pingback_guard.provider.configured_client import captchaai_client
-from pingback_guard.settings import WorkerTaskSettings
+from pingback_guard.settings import GetTaskSettings
 
-settings = WorkerTaskSettings.from_env(os.environ)
+settings = GetTaskSettings.from_env(os.environ)
 query = TaskQuery(
     DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
     # One attempt: a worker is waiting on this answer, and its next GET is the retry.

@@ -26,9 +26,9 @@ from pingback_guard.handlers.responses import json_response
 from pingback_guard.logic.report import InvalidReportError, ReportService, parse_report
 from pingback_guard.observability import logger, metrics, tracer
 from pingback_guard.provider.configured_client import captchaai_client
-from pingback_guard.settings import WorkerTaskSettings
+from pingback_guard.settings import ReportSettings
 
-settings = WorkerTaskSettings.from_env(os.environ)
+settings = ReportSettings.from_env(os.environ)
 service = ReportService(
     DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
     captchaai_client(settings.provider),
