@@ -23,7 +23,7 @@ from bench import FUNCTIONS_DIR
 from bench.in_process import TRACE_HEADER
 from bench.outcome import Headline, SectionOutcome, markdown_table, number
 from bench.template_facts import HANDLER_FUNCTIONS
-from infra.project_template import function_environment, project_template
+from infra.project_template import PLACEHOLDER_REGION, placeholder_environment, project_template
 
 ROOT = FUNCTIONS_DIR.parent
 BASELINE = "boto3"
@@ -31,8 +31,6 @@ RUNS = 7
 PROFILE_RUNS = 3
 TOP_OFFENDERS = 5
 TARGET_RATIO = 1.5
-REGION = "us-east-1"
-ACCOUNT = "123456789012"
 SAM_BUILD_DIR = ROOT / ".aws-sam" / "build"
 TIMER_SCRIPT = (
     "import importlib, sys, time\n"
@@ -40,11 +38,6 @@ TIMER_SCRIPT = (
     "importlib.import_module(sys.argv[1])\n"
     "print(time.perf_counter() - started)\n"
 )
-PLACEHOLDER_IDS = {
-    "TasksTable": "pingback-guard-TasksTable-1A2B3C4D5E6F",
-    "DeadLetterQueue": f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/pingback-guard-DeadLetterQueue-1A2B3C",
-    "CallbackSecret": f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:CallbackSecret-1A2B3C",
-}
 
 
 @dataclass(frozen=True)
@@ -82,8 +75,8 @@ def lambda_environment(handler: str) -> dict[str, str]:
     runtime = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "LANG": "en_US.UTF-8",
-        "AWS_REGION": REGION,
-        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": PLACEHOLDER_REGION,
+        "AWS_DEFAULT_REGION": PLACEHOLDER_REGION,
         "AWS_ACCESS_KEY_ID": "ASIAEXAMPLEEXAMPLE00",
         "AWS_SECRET_ACCESS_KEY": "example-secret-access-key-0000000000000",
         "AWS_SESSION_TOKEN": "example-session-token",
@@ -97,7 +90,7 @@ def lambda_environment(handler: str) -> dict[str, str]:
         "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
         "AWS_XRAY_DAEMON_ADDRESS": "169.254.79.129:2000",
     }
-    variables = function_environment(project_template(), logical_id, PLACEHOLDER_IDS, REGION)
+    variables = placeholder_environment(logical_id)
     return {**runtime, **variables}
 
 

@@ -11,6 +11,18 @@ from typing import Any
 from infra.local.cfn_yaml import load_cfn_yaml
 
 TEMPLATE_PATH = Path(__file__).resolve().parent.parent / "template.yaml"
+PLACEHOLDER_REGION = "us-east-1"
+_ACCOUNT = "123456789012"
+# Ids shaped like a deployment's, for the resources functions' variables refer to.
+PLACEHOLDER_IDS = {
+    "TasksTable": "pingback-guard-TasksTable-1A2B3C4D5E6F",
+    "DeadLetterQueue": (
+        f"https://sqs.{PLACEHOLDER_REGION}.amazonaws.com/{_ACCOUNT}/pingback-guard-DeadLetterQueue-1A2B3C"
+    ),
+    "CallbackSecret": (
+        f"arn:aws:secretsmanager:{PLACEHOLDER_REGION}:{_ACCOUNT}:secret:CallbackSecret-1A2B3C"
+    ),
+}
 TABLE_KEYS_MOTO_TAKES = (
     "AttributeDefinitions",
     "KeySchema",
@@ -64,6 +76,12 @@ def function_environment(
         name: _resolved(template, value, physical_ids, region) for name, value in merged.items()
     }
     return {name: value for name, value in resolved.items() if value is not None}
+
+
+def placeholder_environment(logical_id: str) -> dict[str, str]:
+    """A function's variables as a deploy with default parameters sets them, with
+    deployment-shaped placeholder ids for its resources."""
+    return function_environment(project_template(), logical_id, PLACEHOLDER_IDS, PLACEHOLDER_REGION)
 
 
 def global_variables(template: Mapping[str, Any]) -> dict[str, Any]:

@@ -4,22 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.project_template import function_environment, project_template
+from infra.project_template import placeholder_environment, project_template
 
 
 def template() -> dict[str, Any]:
     return project_template()
 
 
-class _PlaceholderIds(dict[str, str]):
-    """Any resource's physical id: URL-shaped, so queue URLs pass their validation too."""
-
-    def __missing__(self, logical_id: str) -> str:
-        return f"https://resource.test/{logical_id}"
-
-
 def template_environment(function: str, **overrides: str) -> dict[str, str]:
-    """A function's variables as a deploy with default parameters sets them, its resources'
-    ids replaced by placeholders; `overrides` change or add variables."""
-    environment = function_environment(template(), function, _PlaceholderIds(), "us-east-1")
-    return {**environment, **overrides}
+    """A function's variables as a deploy with default parameters sets them (placeholder ids
+    for its resources); `overrides` change or add variables."""
+    return {**placeholder_environment(function), **overrides}
