@@ -10,8 +10,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pingback_guard.domain.errors import (
     DeadLetterError,
@@ -47,15 +49,22 @@ class InMemoryTaskStore:
         self.lifetimes = lifetimes or TokenLifetimes()
         self.token_lifetime_seconds: dict[str, float] = {}
         self.report_leases: dict[str, float] = {}
+        self.rescheduled: list[str] = []
         self._lock = threading.Lock()
 
     def _maybe_fail(self) -> None:
         if self.fail_next:
             raise self.fail_next.pop(0)
 
-    def record_submission(self, task: NewTask) -> SubmissionOutcome:
+    @contextmanager
+    def _guarded(self) -> Iterator[None]:
+        """Each write one at a time (the concurrent-writers race), failing when a test said so."""
         with self._lock:
             self._maybe_fail()
+            yield
+
+    def record_submission(self, task: NewTask) -> SubmissionOutcome:
+        with self._guarded():
             self.writes += 1
             existing = self.tasks.get(task.task_id)
             if existing is not None and existing.submitted_at is not None:
@@ -87,11 +96,8 @@ class InMemoryTaskStore:
             return SubmissionOutcome.CREATED
 
     def record_result(self, result: TaskResult) -> StoreOutcome:
-        with self._lock:
-            self._maybe_fail()
-            self.writes += 1
-            existing = self.tasks.get(result.task_id)
-            refusal = _proof_refusal(result, existing)
+        with self._guarded():
+            existing, refusal = self._result_write(result)
             if refusal is not None:
                 return refusal
             if existing is not None and existing.solution is not None:
@@ -107,11 +113,8 @@ class InMemoryTaskStore:
             return _stored(existing, result)
 
     def record_failure(self, result: TaskResult) -> StoreOutcome:
-        with self._lock:
-            self._maybe_fail()
-            self.writes += 1
-            existing = self.tasks.get(result.task_id)
-            refusal = _proof_refusal(result, existing)
+        with self._guarded():
+            existing, refusal = self._result_write(result)
             if refusal is not None:
                 return refusal
             open_states = {TaskStatus.PENDING, TaskStatus.EXPIRED}
@@ -123,20 +126,22 @@ class InMemoryTaskStore:
             )
             return _stored(existing, result)
 
+    def _result_write(self, result: TaskResult) -> tuple[Task | None, StoreOutcome | None]:
+        """One conditional write: the item it finds, and REJECTED when the pingback's proof does
+        not fit that item."""
+        self.writes += 1
+        existing = self.tasks.get(result.task_id)
+        return existing, _proof_refusal(result, existing)
+
     def mark_expired(self, task_id: str, now: float) -> bool:
-        with self._lock:
-            self._maybe_fail()
-            task = self.tasks.get(task_id)
-            if task is None or task.status is not TaskStatus.PENDING:
-                return False
-            self.tasks[task_id] = replace(
-                task,
+        with self._guarded():
+            return self._replace_pending(
+                task_id,
                 status=TaskStatus.EXPIRED,
                 error="EXPIRED_UNRECOVERED",
                 due_at=None,
                 received_at=now,
             )
-            return True
 
     def reschedule_poll(
         self,
@@ -145,20 +150,12 @@ class InMemoryTaskStore:
         poll_attempts: int,
         last_checked_at: float | None = None,
     ) -> bool:
-        with self._lock:
-            self._maybe_fail()
-            task = self.tasks.get(task_id)
-            if task is None or task.status is not TaskStatus.PENDING:
-                return False
-            self.tasks[task_id] = replace(
-                task,
-                due_at=due_at,
-                poll_attempts=poll_attempts,
-                last_checked_at=task.last_checked_at
-                if last_checked_at is None
-                else last_checked_at,
+        self.rescheduled.append(task_id)
+        checked = {} if last_checked_at is None else {"last_checked_at": last_checked_at}
+        with self._guarded():
+            return self._replace_pending(
+                task_id, due_at=due_at, poll_attempts=poll_attempts, **checked
             )
-            return True
 
     def next_due_at(self, after: float, until: float) -> float | None:
         self._maybe_fail()
@@ -172,8 +169,7 @@ class InMemoryTaskStore:
         return min(found, default=None)
 
     def acquire_poller_lease(self, holder: str, now: float, until: float) -> PollerLease:
-        with self._lock:
-            self._maybe_fail()
+        with self._guarded():
             held_until = float(self.lease.get("until", -1.0))  # type: ignore[arg-type]
             if held_until > now:
                 return PollerLease(False, held_until)
@@ -184,16 +180,14 @@ class InMemoryTaskStore:
     def release_poller_lease(
         self, holder: str, now: float, solve_samples: dict[str, list[float]]
     ) -> None:
-        with self._lock:
-            self._maybe_fail()
+        with self._guarded():
             if self.lease.get("holder") == holder:
                 self.lease.update(until=now, samples=solve_samples)
 
     def claim_read_through(self, task_id: str, now: float, interval_seconds: float) -> bool:
-        with self._lock:
-            self._maybe_fail()
-            task = self.tasks.get(task_id)
-            if task is None or task.status is not TaskStatus.PENDING:
+        with self._guarded():
+            task = self._pending(task_id)
+            if task is None:
                 return False
             last = task.read_through_at
             if last is not None and last > now - interval_seconds:
@@ -202,15 +196,26 @@ class InMemoryTaskStore:
             return True
 
     def record_not_ready(self, task_id: str, checked_at: float) -> bool:
-        with self._lock:
-            self._maybe_fail()
-            task = self.tasks.get(task_id)
-            if task is None or task.status is not TaskStatus.PENDING:
+        with self._guarded():
+            task = self._pending(task_id)
+            if task is None:
                 return False
             if task.last_checked_at is not None and task.last_checked_at >= checked_at:
                 return False
             self.tasks[task_id] = replace(task, last_checked_at=checked_at)
             return True
+
+    def _pending(self, task_id: str) -> Task | None:
+        task = self.tasks.get(task_id)
+        return task if task is not None and task.status is TaskStatus.PENDING else None
+
+    def _replace_pending(self, task_id: str, **changes: Any) -> bool:
+        """Change a PENDING task; False when it is unknown or no longer PENDING."""
+        task = self._pending(task_id)
+        if task is None:
+            return False
+        self.tasks[task_id] = replace(task, **changes)
+        return True
 
     def claim_report(
         self,
@@ -221,8 +226,7 @@ class InMemoryTaskStore:
         lease_seconds: float,
         owner: str | None = None,
     ) -> ReportClaim:
-        with self._lock:
-            self._maybe_fail()
+        with self._guarded():
             task = self.tasks.get(task_id)
             if task is None or (owner is not None and not may_access(task, owner)):
                 return ReportClaim.UNKNOWN_TASK
@@ -239,26 +243,25 @@ class InMemoryTaskStore:
             return ReportClaim.CLAIMED
 
     def confirm_report(self, task_id: str, claimed_at: float) -> bool:
-        with self._lock:
-            self._maybe_fail()
-            if not self._holds_lease(task_id, claimed_at):
-                return False
-            del self.report_leases[task_id]
-            return True
+        with self._guarded():
+            return self._end_report_lease(task_id, claimed_at)
 
     def release_report(self, task_id: str, claimed_at: float) -> bool:
-        with self._lock:
-            self._maybe_fail()
-            if not self._holds_lease(task_id, claimed_at):
+        with self._guarded():
+            if not self._end_report_lease(task_id, claimed_at):
                 return False
-            del self.report_leases[task_id]
             self.tasks[task_id] = replace(self.tasks[task_id], reported=None, reported_at=None)
             return True
 
-    def _holds_lease(self, task_id: str, claimed_at: float) -> bool:
+    def _end_report_lease(self, task_id: str, claimed_at: float) -> bool:
+        """Drop the report lease of the claim made at ``claimed_at``; False when that claim is
+        not the one held."""
         task = self.tasks.get(task_id)
         held = task is not None and task.reported_at == claimed_at
-        return held and task_id in self.report_leases
+        if not held or task_id not in self.report_leases:
+            return False
+        del self.report_leases[task_id]
+        return True
 
     def get(self, task_id: str) -> Task | None:
         self._maybe_fail()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra.chaos.scenario import AlarmFaults, Scenario
+from infra.chaos.verdicts import CheckVerdict
 from infra.local import LocalStack, ReadyInfo
 from infra.simulator import Simulator
 
@@ -228,7 +229,7 @@ def settle_seconds(report: Mapping[str, Any], time_scale: float) -> float:
 
 
 @dataclass
-class AlarmVerdict:
+class AlarmVerdict(CheckVerdict):
     raised: list[dict[str, Any]] = field(default_factory=list)
     """Per injected fault: the alarm expected, and when it fired (None: it did not)."""
     not_raised: list[str] = field(default_factory=list)
@@ -240,21 +241,7 @@ class AlarmVerdict:
     history: list[dict[str, Any]] = field(default_factory=list)
     """Every state change, its time in seconds since the run started, and CloudWatch's reason."""
 
-    @property
-    def passed(self) -> bool:
-        return not (self.not_raised or self.still_in_alarm or self.fired_in_clean_run)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "raised": self.raised,
-            "not_raised": self.not_raised,
-            "still_in_alarm": self.still_in_alarm,
-            "fired_in_clean_run": self.fired_in_clean_run,
-            "intervals": self.intervals,
-            "notifications": self.notifications,
-            "history": self.history,
-            "passed": self.passed,
-        }
+    FAILURES = ("not_raised", "still_in_alarm", "fired_in_clean_run")
 
 
 def alarm_intervals(

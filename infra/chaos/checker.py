@@ -7,12 +7,13 @@ import json
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
+from infra.chaos.verdicts import CheckVerdict
 from infra.chaos.workload import is_forged_code
 
 # The poller's lease item (pingback_guard.data.dynamodb.POLLER_LEASE_KEY): not a task.
@@ -24,7 +25,7 @@ TABLE_WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem", "BatchWriteItem
 
 
 @dataclass
-class Verdict:
+class Verdict(CheckVerdict):
     tasks: int = 0
     solved_at_provider: int = 0
     failed_at_provider: int = 0
@@ -42,21 +43,16 @@ class Verdict:
     failures_explained: dict[str, dict[str, Any]] = field(default_factory=dict)
     """For each lost or wrong-code task, what its item says (never a code or a token)."""
 
-    @property
-    def passed(self) -> bool:
-        return not (
-            self.lost
-            or self.wrong_code
-            or self.unknown_in_table
-            or self.still_pending
-            or self.written_more_than_once
-            or self.dead_letter_left
-            or self.parked
-            or self.forged_accepted
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "passed": self.passed}
+    FAILURES = (
+        "lost",
+        "wrong_code",
+        "unknown_in_table",
+        "still_pending",
+        "written_more_than_once",
+        "dead_letter_left",
+        "parked",
+        "forged_accepted",
+    )
 
 
 def verdict(

@@ -7,9 +7,10 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
+from infra.chaos.verdicts import CheckVerdict
 from infra.local import LocalStack, ReadyInfo
 
 # Share of pipe batches put on the bus a second time: the consumer must absorb them.
@@ -25,7 +26,7 @@ ResultKey = tuple[str, str]
 
 
 @dataclass
-class ResultEventsVerdict:
+class ResultEventsVerdict(CheckVerdict):
     final_results: int = 0
     published_results: int = 0
     events_published: int = 0
@@ -40,18 +41,13 @@ class ResultEventsVerdict:
     # Results of ids no worker registered (kept provisionally, maybe forged): never published.
     published_unregistered: list[str] = field(default_factory=list)
 
-    @property
-    def passed(self) -> bool:
-        return not (
-            self.not_published
-            or self.not_applied
-            or self.applied_more_than_once
-            or self.applied_without_event
-            or self.published_unregistered
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "passed": self.passed}
+    FAILURES = (
+        "not_published",
+        "not_applied",
+        "applied_more_than_once",
+        "applied_without_event",
+        "published_unregistered",
+    )
 
 
 def wait_for_result_events(stack: LocalStack) -> None:

@@ -18,7 +18,7 @@ from infra.moto_atomic import make_dynamodb_writes_atomic
 from infra.project_template import create_tasks_table, functions_environment
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.settings import TableSettings
-from tests.integration.handler_support import API_KEY, PREVIOUS_SECRET, SECRET, TABLE
+from tests.integration.handler_support import API_KEY, PREVIOUS_SECRET, SECRET, TABLE, Handlers
 from tests.support import template
 
 TABLE_NAME = "pingback-guard-tasks-test"
@@ -146,3 +146,13 @@ def load(stack: dict[str, Any]) -> Iterator[Callable[[str], ModuleType]]:
     yield load_handler
     for module_name in loaded:
         sys.modules.pop(module_name, None)
+
+
+@pytest.fixture
+def handlers(
+    stack: dict[str, Any],
+    load: Callable[[str], ModuleType],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> Handlers:
+    return Handlers(stack, load, monkeypatch, capsys)

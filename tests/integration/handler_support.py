@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import time
+from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 from unittest import mock
+
+import pytest
 
 from infra.local.aws_hooks import AwsCallHooks
 from infra.local.faults import FaultRule
@@ -121,14 +127,54 @@ def with_principal(shaped: dict[str, Any], user_arn: str | None) -> dict[str, An
 OWNER = "arn:aws:iam::123456789012:user/captcha-worker"
 
 
-def register(
-    stack: dict[str, Any], task_id: str, nonce: str | None = "own", owner: str | None = OWNER
-) -> None:
-    """A PENDING task as submit records it (nonce None: a task from before per-task nonces)."""
-    store = DynamoDbTaskStore(stack["dynamodb"], TableSettings(TABLE, "DueIndex", 4, 7 * 86400))
-    proven = nonce_for(task_id) if nonce == "own" else nonce
-    request = CaptchaRequest(
-        "userrecaptcha", "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-", "https://example.test/"
-    )
-    now = time.time()
-    store.record_submission(NewTask(task_id, request, now, now + 120, nonce=proven, owner=owner))
+@dataclass(frozen=True)
+class Handlers:
+    """One test's stack: its moto resources, its handlers loaded fresh with the template's
+    environment, what they printed, and the monkeypatch for what a test replaces."""
+
+    stack: dict[str, Any]
+    load: Callable[[str], ModuleType]
+    monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str]
+
+    def item(self, task_id: str) -> dict[str, Any] | None:
+        return item(self.stack, task_id)
+
+    def register(self, task_id: str, nonce: str | None = "own", owner: str | None = OWNER) -> None:
+        """A PENDING task as submit records it (nonce None: a task from before per-task
+        nonces)."""
+        settings = TableSettings(TABLE, "DueIndex", 4, 7 * 86400)
+        store = DynamoDbTaskStore(self.stack["dynamodb"], settings)
+        proven = nonce_for(task_id) if nonce == "own" else nonce
+        request = CaptchaRequest(
+            "userrecaptcha", "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-", "https://example.test/"
+        )
+        now = time.time()
+        store.record_submission(
+            NewTask(task_id, request, now, now + 120, nonce=proven, owner=owner)
+        )
+
+    def dead_letter_event(self) -> dict[str, Any]:
+        """What the queue's event source mapping would hand ReplayFunction: the dead letters
+        now waiting, as SQS records."""
+        received = self.stack["sqs"].receive_message(
+            QueueUrl=self.stack["dlq"], MaxNumberOfMessages=10, AttributeNames=["All"]
+        )
+        template = event("sqs_receive_message.json")["Records"][0]
+        records = []
+        for message in received.get("Messages", []):
+            record = copy.deepcopy(template)
+            record.update(
+                messageId=message["MessageId"],
+                receiptHandle=message["ReceiptHandle"],
+                body=message["Body"],
+            )
+            records.append(record)
+        return {"Records": records}
+
+    def output(self) -> str:
+        """What the handlers printed (logs, EMF metrics) since the last look."""
+        return self.capsys.readouterr().out
+
+    def metrics(self) -> dict[str, float]:
+        return emitted_metrics(self.output())

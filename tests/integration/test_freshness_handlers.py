@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -14,11 +12,10 @@ from infra.lambda_context import FakeLambdaContext
 from tests.fakes import FakeProvider
 from tests.integration.handler_support import (
     TOKEN,
+    Handlers,
     callback_get,
     emitted_metrics,
     event,
-    item,
-    register,
     with_principal,
 )
 
@@ -39,29 +36,23 @@ def report_event(task_id: str, body: str) -> dict[str, Any]:
     return shaped
 
 
-def submit_overdue(
-    load: Callable[[str], ModuleType], monkeypatch: pytest.MonkeyPatch, provider: FakeProvider
-) -> None:
+def submit_overdue(handlers: Handlers, provider: FakeProvider) -> None:
     """A PENDING task submitted a minute ago: its likely-ready first poll time has passed."""
-    submit = load("submit")
-    monkeypatch.setattr(submit.service, "_provider", provider)
-    monkeypatch.setattr(submit.service, "_clock", lambda: time.time() - 60)
+    submit = handlers.load("submit")
+    handlers.monkeypatch.setattr(submit.service, "_provider", provider)
+    handlers.monkeypatch.setattr(submit.service, "_clock", lambda: time.time() - 60)
     answer = submit.handler(event("submit_task.json"), FakeLambdaContext())
     assert json.loads(answer["body"])["task_id"] == TASK
 
 
 class TestReadThrough:
     def test_an_overdue_task_is_checked_and_its_token_stored_by_read_through(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str],
+        self, handlers: Handlers
     ) -> None:
         provider = FakeProvider(answers={TASK: TOKEN})
-        submit_overdue(load, monkeypatch, provider)
-        get_task = load("get_task")
-        monkeypatch.setattr(get_task.query, "_provider", provider)
+        submit_overdue(handlers, provider)
+        get_task = handlers.load("get_task")
+        handlers.monkeypatch.setattr(get_task.query, "_provider", provider)
         answer = get_task.handler(get_event(TASK), FakeLambdaContext())
         view = json.loads(answer["body"])
         assert answer["statusCode"] == 200
@@ -73,58 +64,44 @@ class TestReadThrough:
         assert view["usable"] is True
         assert view["finished_at_earliest"] == view["submitted_at"]
         assert view["usable_until"] == pytest.approx(view["submitted_at"] + 120)
-        stored = item(stack, TASK)
+        stored = handlers.item(TASK)
         assert stored is not None and stored["delivered_via"]["S"] == "read_through"
         assert {"finished_after", "usable_until", "token_lifetime_seconds", "read_through_at"} <= (
             set(stored)
         )
-        output = capsys.readouterr().out
+        output = handlers.output()
         metrics = emitted_metrics(output)
         assert metrics["ReadThroughRecovered"] == 1 and "TokenAgeAtDelivery" in metrics
         assert TOKEN not in output.replace(answer["body"], "")
 
-    def test_a_second_get_within_the_interval_does_not_ask_again(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        monkeypatch: pytest.MonkeyPatch,
-    ) -> None:
+    def test_a_second_get_within_the_interval_does_not_ask_again(self, handlers: Handlers) -> None:
         provider = FakeProvider()
-        submit_overdue(load, monkeypatch, provider)
-        get_task = load("get_task")
-        monkeypatch.setattr(get_task.query, "_provider", provider)
+        submit_overdue(handlers, provider)
+        get_task = handlers.load("get_task")
+        handlers.monkeypatch.setattr(get_task.query, "_provider", provider)
         for _ in range(3):
             answer = get_task.handler(get_event(TASK), FakeLambdaContext())
             assert json.loads(answer["body"])["status"] == "PENDING"
         assert provider.requests == [[TASK]]
-        stored = item(stack, TASK)
+        stored = handlers.item(TASK)
         assert stored is not None and "last_checked_at" in stored
 
     def test_an_unreachable_provider_still_answers_the_pending_view(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str],
+        self, handlers: Handlers
     ) -> None:
-        submit_overdue(load, monkeypatch, FakeProvider())
-        get_task = load("get_task")
-        monkeypatch.setattr(get_task.query._provider, "_base_url", "http://127.0.0.1:9")
+        submit_overdue(handlers, FakeProvider())
+        get_task = handlers.load("get_task")
+        handlers.monkeypatch.setattr(get_task.query._provider, "_base_url", "http://127.0.0.1:9")
         answer = get_task.handler(get_event(TASK), FakeLambdaContext())
         assert answer["statusCode"] == 200
         assert json.loads(answer["body"])["status"] == "PENDING"
-        assert emitted_metrics(capsys.readouterr().out)["ReadThroughError"] == 1
+        assert handlers.metrics()["ReadThroughError"] == 1
 
-    def test_a_pingback_delivery_is_measured_by_path(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        capsys: pytest.CaptureFixture[str],
-    ) -> None:
-        register(stack, "901")
-        load("callback").handler(callback_get("901", TOKEN), FakeLambdaContext())
+    def test_a_pingback_delivery_is_measured_by_path(self, handlers: Handlers) -> None:
+        handlers.register("901")
+        handlers.load("callback").handler(callback_get("901", TOKEN), FakeLambdaContext())
         documents = [
-            json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line
+            json.loads(line) for line in handlers.output().splitlines() if '"_aws"' in line
         ]
         (age,) = [d for d in documents if "TokenAgeAtDelivery" in d]
         assert age["delivery_path"] == "callback" and age["service"] == "pingback-guard"
@@ -135,20 +112,15 @@ class TestReadThrough:
 
 
 class TestReport:
-    def solved(self, load: Callable[[str], ModuleType], stack: dict[str, Any]) -> None:
-        register(stack, TASK)
-        load("callback").handler(callback_get(TASK, TOKEN), FakeLambdaContext())
+    def solved(self, handlers: Handlers) -> None:
+        handlers.register(TASK)
+        handlers.load("callback").handler(callback_get(TASK, TOKEN), FakeLambdaContext())
 
-    def test_a_bad_token_is_reported_once(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        monkeypatch: pytest.MonkeyPatch,
-    ) -> None:
-        self.solved(load, stack)
-        report = load("report")
+    def test_a_bad_token_is_reported_once(self, handlers: Handlers) -> None:
+        self.solved(handlers)
+        report = handlers.load("report")
         provider = FakeProvider()
-        monkeypatch.setattr(report.service, "_provider", provider)
+        handlers.monkeypatch.setattr(report.service, "_provider", provider)
         answer = report.handler(report_event(TASK, '{"correct": false}'), FakeLambdaContext())
         assert (answer["statusCode"], json.loads(answer["body"])) == (
             200,
@@ -160,22 +132,21 @@ class TestReport:
             {"error": "already_reported"},
         )
         assert provider.reports == [(TASK, False)]
-        stored = item(stack, TASK)
+        stored = handlers.item(TASK)
         assert stored is not None and stored["reported"]["S"] == "bad"
         assert "report_lease_until" not in stored
-        view = json.loads(load("get_task").handler(get_event(TASK), FakeLambdaContext())["body"])
+        view = json.loads(
+            handlers.load("get_task").handler(get_event(TASK), FakeLambdaContext())["body"]
+        )
         assert view["reported"] == "bad"
 
     def test_another_principals_task_is_unknown_and_nothing_is_sent(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        monkeypatch: pytest.MonkeyPatch,
+        self, handlers: Handlers
     ) -> None:
-        self.solved(load, stack)
-        report = load("report")
+        self.solved(handlers)
+        report = handlers.load("report")
         provider = FakeProvider()
-        monkeypatch.setattr(report.service, "_provider", provider)
+        handlers.monkeypatch.setattr(report.service, "_provider", provider)
         foreign = with_principal(
             report_event(TASK, '{"correct": false}'), "arn:aws:iam::123456789012:user/other"
         )
@@ -185,7 +156,7 @@ class TestReport:
             {"error": "unknown_task"},
         )
         assert provider.reports == []
-        stored = item(stack, TASK)
+        stored = handlers.item(TASK)
         assert stored is not None and "reported" not in stored
         unsigned = with_principal(report_event(TASK, '{"correct": false}'), None)
         assert report.handler(unsigned, FakeLambdaContext())["statusCode"] == 403
@@ -196,23 +167,23 @@ class TestReport:
     )
     def test_unknown_and_unsolved(
         self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        monkeypatch: pytest.MonkeyPatch,
+        handlers: Handlers,
         task_id: str,
         status: int,
         error: str,
     ) -> None:
-        submit = load("submit")
-        monkeypatch.setattr(submit.service, "_provider", FakeProvider(next_task_id=70000000002))
+        submit = handlers.load("submit")
+        handlers.monkeypatch.setattr(
+            submit.service, "_provider", FakeProvider(next_task_id=70000000002)
+        )
         submit.handler(event("submit_task.json"), FakeLambdaContext())
-        report = load("report")
+        report = handlers.load("report")
         provider = FakeProvider()
-        monkeypatch.setattr(report.service, "_provider", provider)
+        handlers.monkeypatch.setattr(report.service, "_provider", provider)
         answer = report.handler(report_event(task_id, '{"correct": true}'), FakeLambdaContext())
         assert (answer["statusCode"], json.loads(answer["body"])) == (status, {"error": error})
         assert provider.reports == []
-        assert item(stack, "79999999999") is None
+        assert handlers.item("79999999999") is None
 
     @pytest.mark.parametrize(
         ("task_id", "body"),
@@ -228,38 +199,30 @@ class TestReport:
     )
     def test_bad_input_is_400_with_a_reason_and_changes_nothing(
         self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        monkeypatch: pytest.MonkeyPatch,
+        handlers: Handlers,
         task_id: str,
         body: str,
     ) -> None:
-        self.solved(load, stack)
-        before = item(stack, TASK)
-        report = load("report")
+        self.solved(handlers)
+        before = handlers.item(TASK)
+        report = handlers.load("report")
         provider = FakeProvider()
-        monkeypatch.setattr(report.service, "_provider", provider)
+        handlers.monkeypatch.setattr(report.service, "_provider", provider)
         answer = report.handler(report_event(task_id, body), FakeLambdaContext())
         document = json.loads(answer["body"])
         assert answer["statusCode"] == 400
         assert document["error"] == "bad_request" and document["reason"]
         assert body not in document["reason"] or not body
-        assert item(stack, TASK) == before and provider.reports == []
+        assert handlers.item(TASK) == before and provider.reports == []
 
-    def test_an_unreachable_provider_leaves_nothing_claimed(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str],
-    ) -> None:
-        self.solved(load, stack)
-        report = load("report")
-        monkeypatch.setattr(report.service._provider, "_base_url", "http://127.0.0.1:9")
-        monkeypatch.setattr(report.service._provider, "_sleep", lambda _: None)
+    def test_an_unreachable_provider_leaves_nothing_claimed(self, handlers: Handlers) -> None:
+        self.solved(handlers)
+        report = handlers.load("report")
+        handlers.monkeypatch.setattr(report.service._provider, "_base_url", "http://127.0.0.1:9")
+        handlers.monkeypatch.setattr(report.service._provider, "_sleep", lambda _: None)
         answer = report.handler(report_event(TASK, '{"correct": false}'), FakeLambdaContext())
         assert answer["statusCode"] == 503
         assert json.loads(answer["body"])["error"] == "provider_unavailable"
-        stored = item(stack, TASK)
+        stored = handlers.item(TASK)
         assert stored is not None and "reported" not in stored
-        assert emitted_metrics(capsys.readouterr().out)["ReportFailed"] == 1
+        assert handlers.metrics()["ReportFailed"] == 1

@@ -4,12 +4,8 @@ against moto: table, queues, secret and parameter as the template declares them.
 from __future__ import annotations
 
 import base64
-import copy
 import json
 import time
-from collections.abc import Callable
-from types import ModuleType
-from typing import Any
 
 import pytest
 
@@ -22,65 +18,57 @@ from tests.integration.handler_support import (
     PREVIOUS_SECRET,
     SECRET,
     TOKEN,
+    Handlers,
     callback_get,
     capability_for,
     dead_letters_failing,
     emitted_metrics,
     event,
-    item,
-    register,
     table_writes_failing,
     with_principal,
 )
 
 
 class TestCallback:
-    def test_captchaai_get_is_stored_before_200(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        capsys: pytest.CaptureFixture[str],
-    ) -> None:
-        register(stack, "73026473457")
-        answer = load("callback").handler(callback_get("73026473457", TOKEN), FakeLambdaContext())
+    def test_captchaai_get_is_stored_before_200(self, handlers: Handlers) -> None:
+        handlers.register("73026473457")
+        answer = handlers.load("callback").handler(
+            callback_get("73026473457", TOKEN), FakeLambdaContext()
+        )
         assert (answer["statusCode"], answer["body"]) == (200, "OK")
-        stored = item(stack, "73026473457")
+        stored = handlers.item("73026473457")
         assert stored is not None
         assert (stored["status"]["S"], stored["solution"]["S"], stored["delivered_via"]["S"]) == (
             "SOLVED",
             TOKEN,
             "callback",
         )
-        output = capsys.readouterr().out
+        output = handlers.output()
         assert emitted_metrics(output)["CallbackAccepted"] == 1
         assert TOKEN not in output and SECRET not in output
 
-    def test_2captcha_form_post_from_captured_traffic(
-        self, load: Callable[[str], ModuleType], stack: dict[str, Any]
-    ) -> None:
+    def test_2captcha_form_post_from_captured_traffic(self, handlers: Handlers) -> None:
         shaped = event("callback_post_form_2captcha.json")
         form = dict(
             pair.split("=", 1) for pair in base64.b64decode(shaped["body"]).decode().split("&")
         )
         shaped["pathParameters"] = {"secret": capability_for(form["id"])}
-        answer = load("callback").handler(shaped, FakeLambdaContext())
+        answer = handlers.load("callback").handler(shaped, FakeLambdaContext())
         assert answer["statusCode"] == 200
-        stored = item(stack, form["id"])
+        stored = handlers.item(form["id"])
         assert stored is not None and stored["solution"]["S"] == form["code"]
 
-    def test_json_post(self, load: Callable[[str], ModuleType], stack: dict[str, Any]) -> None:
+    def test_json_post(self, handlers: Handlers) -> None:
         shaped = event("callback_post_form_2captcha.json")
         shaped["headers"]["content-type"] = "application/json"
         shaped["body"] = base64.b64encode(json.dumps({"id": 555, "code": TOKEN}).encode()).decode()
         shaped["pathParameters"] = {"secret": capability_for("555")}
-        assert load("callback").handler(shaped, FakeLambdaContext())["statusCode"] == 200
-        assert item(stack, "555") is not None
+        assert handlers.load("callback").handler(shaped, FakeLambdaContext())["statusCode"] == 200
+        assert handlers.item("555") is not None
 
-    def test_previous_secret_still_works_during_rotation(
-        self, load: Callable[[str], ModuleType], stack: dict[str, Any]
-    ) -> None:
-        register(stack, "601")
-        answer = load("callback").handler(
+    def test_previous_secret_still_works_during_rotation(self, handlers: Handlers) -> None:
+        handlers.register("601")
+        answer = handlers.load("callback").handler(
             callback_get("601", TOKEN, capability_for("601", PREVIOUS_SECRET)), FakeLambdaContext()
         )
         assert answer["statusCode"] == 200
@@ -89,236 +77,176 @@ class TestCallback:
         "secret", ["wrong-secret-wrong-secret-000", "", SECRET[:-1], SECRET + "x"]
     )
     def test_forged_callbacks_are_refused_and_store_nothing(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        secret: str,
-        capsys: pytest.CaptureFixture[str],
+        self, handlers: Handlers, secret: str
     ) -> None:
-        answer = load("callback").handler(callback_get("602", TOKEN, secret), FakeLambdaContext())
+        answer = handlers.load("callback").handler(
+            callback_get("602", TOKEN, secret), FakeLambdaContext()
+        )
         assert answer["statusCode"] == 403
-        assert item(stack, "602") is None
-        assert emitted_metrics(capsys.readouterr().out)["CallbackRejected"] == 1
+        assert handlers.item("602") is None
+        assert handlers.metrics()["CallbackRejected"] == 1
 
-    def test_malformed_id_is_400(
-        self, load: Callable[[str], ModuleType], stack: dict[str, Any]
-    ) -> None:
-        answer = load("callback").handler(callback_get("12ab", TOKEN), FakeLambdaContext())
+    def test_malformed_id_is_400(self, handlers: Handlers) -> None:
+        answer = handlers.load("callback").handler(callback_get("12ab", TOKEN), FakeLambdaContext())
         assert answer["statusCode"] == 400 and "task id" in answer["body"]
 
-    def test_duplicate_is_200_and_counted(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        capsys: pytest.CaptureFixture[str],
-    ) -> None:
-        register(stack, "603")
-        module = load("callback")
+    def test_duplicate_is_200_and_counted(self, handlers: Handlers) -> None:
+        handlers.register("603")
+        module = handlers.load("callback")
         module.handler(callback_get("603", TOKEN), FakeLambdaContext())
         assert module.handler(callback_get("603", TOKEN), FakeLambdaContext())["statusCode"] == 200
         assert (
             module.handler(callback_get("603", TOKEN + "X"), FakeLambdaContext())["statusCode"]
             == 200
         )
-        metrics = emitted_metrics(capsys.readouterr().out)
+        metrics = handlers.metrics()
         assert (
             metrics["CallbackAccepted"],
             metrics["CallbackDuplicate"],
             metrics["CallbackConflict"],
         ) == (1, 1, 1)
-        stored = item(stack, "603")
+        stored = handlers.item("603")
         assert stored is not None and stored["solution"]["S"] == TOKEN
 
-    def test_unsolvable_marks_failed(
-        self, load: Callable[[str], ModuleType], stack: dict[str, Any]
-    ) -> None:
-        load("callback").handler(
+    def test_unsolvable_marks_failed(self, handlers: Handlers) -> None:
+        handlers.load("callback").handler(
             callback_get("604", "ERROR_CAPTCHA_UNSOLVABLE"), FakeLambdaContext()
         )
-        stored = item(stack, "604")
+        stored = handlers.item("604")
         assert stored is not None and (stored["status"]["S"], stored["error"]["S"]) == (
             "FAILED",
             "ERROR_CAPTCHA_UNSOLVABLE",
         )
 
     def test_given_the_table_down_the_result_goes_to_the_dlq_and_the_answer_is_still_200(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        capsys: pytest.CaptureFixture[str],
+        self, handlers: Handlers
     ) -> None:
-        module = load("callback")
+        module = handlers.load("callback")
         with table_writes_failing():
             answer = module.handler(callback_get("605", TOKEN), FakeLambdaContext())
         assert answer["statusCode"] == 200
-        assert item(stack, "605") is None
-        messages = stack["sqs"].receive_message(QueueUrl=stack["dlq"], MaxNumberOfMessages=10)[
-            "Messages"
-        ]
+        assert handlers.item("605") is None
+        messages = handlers.stack["sqs"].receive_message(
+            QueueUrl=handlers.stack["dlq"], MaxNumberOfMessages=10
+        )["Messages"]
         assert [json.loads(m["Body"])["task_id"] for m in messages] == ["605"]
-        output = capsys.readouterr().out
+        output = handlers.output()
         assert emitted_metrics(output)["CallbackToDeadLetter"] == 1 and TOKEN not in output
 
-    def test_given_table_and_dlq_down_the_answer_is_503(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        capsys: pytest.CaptureFixture[str],
-    ) -> None:
-        module = load("callback")
+    def test_given_table_and_dlq_down_the_answer_is_503(self, handlers: Handlers) -> None:
+        module = handlers.load("callback")
         with table_writes_failing(), dead_letters_failing():
             answer = module.handler(callback_get("606", TOKEN), FakeLambdaContext())
         assert answer["statusCode"] == 503
-        assert emitted_metrics(capsys.readouterr().out)["CallbackUnavailable"] == 1
+        assert handlers.metrics()["CallbackUnavailable"] == 1
 
-    def test_2captcha_domain_verification(
-        self, load: Callable[[str], ModuleType], stack: dict[str, Any]
-    ) -> None:
-        answer = load("callback").handler(
+    def test_2captcha_domain_verification(self, handlers: Handlers) -> None:
+        answer = handlers.load("callback").handler(
             event("http_api_proxy.json") | {"routeKey": "GET /2captcha.txt"}, FakeLambdaContext()
         )
         assert (answer["statusCode"], answer["body"]) == (200, "verify-me-123")
 
 
 class TestReplay:
-    def sqs_event(self, stack: dict[str, Any]) -> dict[str, Any]:
-        received = stack["sqs"].receive_message(
-            QueueUrl=stack["dlq"], MaxNumberOfMessages=10, AttributeNames=["All"]
-        )
-        template = event("sqs_receive_message.json")["Records"][0]
-        records = []
-        for message in received["Messages"]:
-            record = copy.deepcopy(template)
-            record.update(
-                messageId=message["MessageId"],
-                receiptHandle=message["ReceiptHandle"],
-                body=message["Body"],
-            )
-            records.append(record)
-        return {"Records": records}
-
     def test_dead_lettered_result_is_replayed_and_a_bad_message_is_reported(
-        self, load: Callable[[str], ModuleType], stack: dict[str, Any]
+        self, handlers: Handlers
     ) -> None:
-        callback = load("callback")
+        callback = handlers.load("callback")
         with table_writes_failing():
             callback.handler(callback_get("701", TOKEN), FakeLambdaContext())
-        stack["sqs"].send_message(QueueUrl=stack["dlq"], MessageBody="not json")
-        replay_event = self.sqs_event(stack)
-        answer = load("replay").handler(replay_event, FakeLambdaContext())
+        handlers.stack["sqs"].send_message(QueueUrl=handlers.stack["dlq"], MessageBody="not json")
+        replay_event = handlers.dead_letter_event()
+        answer = handlers.load("replay").handler(replay_event, FakeLambdaContext())
         bad = next(r["messageId"] for r in replay_event["Records"] if r["body"] == "not json")
         assert answer == {"batchItemFailures": [{"itemIdentifier": bad}]}
-        stored = item(stack, "701")
+        stored = handlers.item("701")
         assert stored is not None and (stored["solution"]["S"], stored["delivered_via"]["S"]) == (
             TOKEN,
             "replay",
         )
 
     def test_replay_while_the_table_is_still_down_fails_the_record(
-        self, load: Callable[[str], ModuleType], stack: dict[str, Any]
+        self, handlers: Handlers
     ) -> None:
         with table_writes_failing():
-            load("callback").handler(callback_get("702", TOKEN), FakeLambdaContext())
-            replay = load("replay")
-        replay_event = self.sqs_event(stack)
+            handlers.load("callback").handler(callback_get("702", TOKEN), FakeLambdaContext())
+            replay = handlers.load("replay")
+        replay_event = handlers.dead_letter_event()
         answer = replay.handler(replay_event, FakeLambdaContext())
         failed = [{"itemIdentifier": r["messageId"]} for r in replay_event["Records"]]
         assert answer == {"batchItemFailures": failed}
 
 
 class TestPoller:
-    def test_scheduled_sweep_recovers_a_missed_callback(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str],
-    ) -> None:
-        submit = load("submit")
+    def test_scheduled_sweep_recovers_a_missed_callback(self, handlers: Handlers) -> None:
+        submit = handlers.load("submit")
         fake = FakeProvider(answers={"70000000001": TOKEN})
-        monkeypatch.setattr(submit.service, "_provider", fake)
-        monkeypatch.setattr(submit.service, "_callback_timeout", 0)
+        handlers.monkeypatch.setattr(submit.service, "_provider", fake)
+        handlers.monkeypatch.setattr(submit.service, "_callback_timeout", 0)
         for _ in range(2):
             submit.handler(event("submit_task.json"), FakeLambdaContext())
-        monkeypatch.setenv("POLLER_RUN_SECONDS", "0")  # one sweep, not a minute of them
-        poller = load("poller")
-        monkeypatch.setattr(poller.service, "_provider", fake)
+        handlers.monkeypatch.setenv("POLLER_RUN_SECONDS", "0")  # one sweep, not a minute of them
+        poller = handlers.load("poller")
+        handlers.monkeypatch.setattr(poller.service, "_provider", fake)
         # 20 s later: both are likely ready (and past 2captcha's earliest first check).
-        monkeypatch.setattr(poller.service, "_clock", lambda: time.time() + 20)
+        handlers.monkeypatch.setattr(poller.service, "_clock", lambda: time.time() + 20)
         summary = poller.handler(event("scheduled_event.json"), FakeLambdaContext())
         assert (summary["due"], summary["recovered"], summary["not_ready"]) == (2, 1, 1)
-        stored = item(stack, "70000000001")
+        stored = handlers.item("70000000001")
         assert stored is not None and stored["delivered_via"]["S"] == "poll"
-        not_ready = item(stack, "70000000002")
+        not_ready = handlers.item("70000000002")
         assert not_ready is not None and "last_checked_at" in not_ready
-        emitted = emitted_metrics(capsys.readouterr().out)
+        emitted = handlers.metrics()
         assert (emitted["PollRecovered"], emitted["PollerInvocations"]) == (1, 1)
 
     def test_a_second_invocation_while_the_lease_is_held_skips_and_says_so(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str],
+        self, handlers: Handlers
     ) -> None:
-        monkeypatch.setenv("POLLER_RUN_SECONDS", "0")
-        poller = load("poller")
+        handlers.monkeypatch.setenv("POLLER_RUN_SECONDS", "0")
+        poller = handlers.load("poller")
         store = poller.service._store
         now = time.time()
         assert store.acquire_poller_lease("another-invocation", now, now + 300).acquired
         summary = poller.handler(event("scheduled_event.json"), FakeLambdaContext())
         assert (summary["lease_busy"], summary["sweeps"]) == (1, 0)
-        emitted = emitted_metrics(capsys.readouterr().out)
+        emitted = handlers.metrics()
         assert (emitted["PollLeaseBusy"], emitted["PollerInvocations"]) == (1, 1)
 
 
 class TestSubmit:
-    def test_submit_records_pending_with_this_stacks_pingback_url(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        monkeypatch: pytest.MonkeyPatch,
-    ) -> None:
-        module = load("submit")
+    def test_submit_records_pending_with_this_stacks_pingback_url(self, handlers: Handlers) -> None:
+        module = handlers.load("submit")
         fake = FakeProvider()
-        monkeypatch.setattr(module.service, "_provider", fake)
+        handlers.monkeypatch.setattr(module.service, "_provider", fake)
         answer = module.handler(event("submit_task.json"), FakeLambdaContext())
         assert answer["statusCode"] == 202
         task_id = json.loads(answer["body"])["task_id"]
         ((submitted_id, url),) = fake.submitted
         base = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com/callback/v1."
         assert submitted_id == task_id and url.startswith(base) and SECRET not in url
-        stored = item(stack, task_id)
+        stored = handlers.item(task_id)
         assert stored is not None and stored["status"]["S"] == "PENDING" and "due_at" in stored
         assert url.split(".")[-2] == stored["nonce"]["S"]
         assert stored["owner"]["S"] == "arn:aws:iam::123456789012:user/captcha-worker"
 
     def test_given_the_table_down_the_registration_goes_to_the_dlq_and_replays(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        monkeypatch: pytest.MonkeyPatch,
+        self, handlers: Handlers
     ) -> None:
         with table_writes_failing():
-            module = load("submit")
-        monkeypatch.setattr(module.service, "_provider", FakeProvider())
-        monkeypatch.setattr(module.service, "_sleep", lambda _: None)
+            module = handlers.load("submit")
+        handlers.monkeypatch.setattr(module.service, "_provider", FakeProvider())
+        handlers.monkeypatch.setattr(module.service, "_sleep", lambda _: None)
         answer = module.handler(event("submit_task.json"), FakeLambdaContext())
         assert answer["statusCode"] == 202
         task_id = json.loads(answer["body"])["task_id"]
-        assert item(stack, task_id) is None
-        load("replay").handler(TestReplay().sqs_event(stack), FakeLambdaContext())
-        stored = item(stack, task_id)
+        assert handlers.item(task_id) is None
+        handlers.load("replay").handler(handlers.dead_letter_event(), FakeLambdaContext())
+        stored = handlers.item(task_id)
         assert stored is not None and stored["status"]["S"] == "PENDING"
 
-    def test_provider_rejection_is_422(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        monkeypatch: pytest.MonkeyPatch,
-    ) -> None:
-        module = load("submit")
-        monkeypatch.setattr(
+    def test_provider_rejection_is_422(self, handlers: Handlers) -> None:
+        module = handlers.load("submit")
+        handlers.monkeypatch.setattr(
             module.service,
             "_provider",
             FakeProvider(failure=lambda: ProviderRejectedError("in.php: ERROR_PAGEURL")),
@@ -327,37 +255,30 @@ class TestSubmit:
         assert answer["statusCode"] == 422 and "ERROR_PAGEURL" in answer["body"]
 
     @pytest.mark.parametrize("body", ["{", "[]", json.dumps({"sitekey": "x"}), ""])
-    def test_invalid_body_is_400(
-        self, load: Callable[[str], ModuleType], stack: dict[str, Any], body: str
-    ) -> None:
-        answer = load("submit").handler(
+    def test_invalid_body_is_400(self, handlers: Handlers, body: str) -> None:
+        answer = handlers.load("submit").handler(
             event("submit_task.json") | {"body": body}, FakeLambdaContext()
         )
         assert answer["statusCode"] == 400
 
     def test_real_client_reads_the_key_from_ssm_and_unreachable_provider_is_503(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        monkeypatch: pytest.MonkeyPatch,
+        self, handlers: Handlers
     ) -> None:
-        module = load("submit")
-        monkeypatch.setattr(module.service._provider, "_base_url", "http://127.0.0.1:9")
-        monkeypatch.setattr(module.service._provider, "_sleep", lambda _: None)
+        module = handlers.load("submit")
+        handlers.monkeypatch.setattr(module.service._provider, "_base_url", "http://127.0.0.1:9")
+        handlers.monkeypatch.setattr(module.service._provider, "_sleep", lambda _: None)
         answer = module.handler(event("submit_task.json"), FakeLambdaContext())
         assert answer["statusCode"] == 503
         assert module.service._provider._api_key() == API_KEY
 
 
 class TestGetTask:
-    def test_view_of_a_solved_task(
-        self, load: Callable[[str], ModuleType], stack: dict[str, Any]
-    ) -> None:
-        register(stack, "801")
-        load("callback").handler(callback_get("801", TOKEN), FakeLambdaContext())
+    def test_view_of_a_solved_task(self, handlers: Handlers) -> None:
+        handlers.register("801")
+        handlers.load("callback").handler(callback_get("801", TOKEN), FakeLambdaContext())
         shaped = event("get_task.json")
         shaped["pathParameters"] = {"task_id": "801"}
-        answer = load("get_task").handler(shaped, FakeLambdaContext())
+        answer = handlers.load("get_task").handler(shaped, FakeLambdaContext())
         view = json.loads(answer["body"])
         assert answer["statusCode"] == 200
         assert (view["status"], view["solution"], view["delivered_via"]) == (
@@ -368,9 +289,9 @@ class TestGetTask:
         assert view["token_age_seconds"] >= 0
 
     @pytest.mark.parametrize(("task_id", "status"), [("802", 404), ("abc", 400), ("", 400)])
-    def test_unknown_and_malformed(
-        self, load: Callable[[str], ModuleType], stack: dict[str, Any], task_id: str, status: int
-    ) -> None:
+    def test_unknown_and_malformed(self, handlers: Handlers, task_id: str, status: int) -> None:
         shaped = with_principal(event("http_api_proxy.json"), OWNER)
         shaped["pathParameters"] = {"task_id": task_id}
-        assert load("get_task").handler(shaped, FakeLambdaContext())["statusCode"] == status
+        assert (
+            handlers.load("get_task").handler(shaped, FakeLambdaContext())["statusCode"] == status
+        )

@@ -5,7 +5,6 @@ route crashes on nested or non-text input."""
 from __future__ import annotations
 
 import base64
-import copy
 import json
 from collections.abc import Callable
 from types import ModuleType
@@ -23,12 +22,10 @@ from tests.integration.handler_support import (
     OWNER,
     SECRET,
     TOKEN,
+    Handlers,
     callback_get,
     capability_for,
-    emitted_metrics,
     event,
-    item,
-    register,
     table_writes_failing,
     with_principal,
 )
@@ -48,11 +45,9 @@ def capability_of(url: str) -> str:
 
 
 @pytest.fixture
-def submitted(
-    load: Callable[[str], ModuleType], stack: dict[str, Any]
-) -> tuple[Handler, FakeProvider]:
+def submitted(handlers: Handlers) -> tuple[Handler, FakeProvider]:
     """POST /tasks with a fake provider that records the pingback URL of each task."""
-    module = load("submit")
+    module = handlers.load("submit")
     provider = FakeProvider()
     module.service._provider = provider
     return call(module), provider
@@ -67,14 +62,10 @@ def submit(handler: Handler, principal: str = OWNER) -> str:
 
 class TestOneLeakedUrl:
     def test_task_as_url_cannot_decide_task_b_nor_a_future_task(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        submitted: tuple[Handler, FakeProvider],
-        capsys: pytest.CaptureFixture[str],
+        self, handlers: Handlers, submitted: tuple[Handler, FakeProvider]
     ) -> None:
         submit_task, provider = submitted
-        callback = call(load("callback"))
+        callback = call(handlers.load("callback"))
         task_a, task_b = submit(submit_task), submit(submit_task)
         urls = dict(provider.submitted)
         leaked = capability_of(urls[task_a])
@@ -83,7 +74,7 @@ class TestOneLeakedUrl:
         # Given A's URL, When the attacker uses it on B (token or failure), Then 403, B untouched.
         for code in (FORGED, "ERROR_CAPTCHA_UNSOLVABLE"):
             assert callback(callback_get(task_b, code, leaked))["statusCode"] == 403
-        stored_b = item(stack, task_b)
+        stored_b = handlers.item(task_b)
         assert stored_b is not None and stored_b["status"]["S"] == "PENDING"
         assert "solution" not in stored_b and "due_at" in stored_b
 
@@ -92,7 +83,7 @@ class TestOneLeakedUrl:
         assert callback(callback_get(future, FORGED, leaked))["statusCode"] == 200
         # ...Then the real submit of that id discards it, and its own pingback wins.
         assert submit(submit_task) == future
-        stored_future = item(stack, future)
+        stored_future = handlers.item(future)
         assert stored_future is not None and stored_future["status"]["S"] == "PENDING"
         assert "solution" not in stored_future
         own = capability_of(dict(provider.submitted)[future])
@@ -101,21 +92,21 @@ class TestOneLeakedUrl:
             callback(callback_get(task_b, TOKEN, capability_of(urls[task_b])))["statusCode"] == 200
         )
         for task_id in (future, task_b):
-            stored = item(stack, task_id)
+            stored = handlers.item(task_id)
             assert stored is not None and stored["solution"]["S"] == TOKEN
 
         # And A's URL still decides A (its own task, as designed).
         assert callback(callback_get(task_a, TOKEN, leaked))["statusCode"] == 200
-        metrics = emitted_metrics(capsys.readouterr().out)
+        metrics = handlers.metrics()
         assert metrics["CallbackProofMismatch"] == 2
         assert metrics["ProvisionalResultDiscarded"] == 1
         assert metrics["CallbackUnregistered"] == 1
 
     def test_a_capability_forged_or_made_under_another_secret_is_403(
-        self, load: Callable[[str], ModuleType], stack: dict[str, Any]
+        self, handlers: Handlers
     ) -> None:
-        register(stack, "4001")
-        callback = call(load("callback"))
+        handlers.register("4001")
+        callback = call(handlers.load("callback"))
         genuine = capability_for("4001")
         forged = [
             capability.mint("AnotherStacksSecret00000000000001").token,
@@ -125,69 +116,51 @@ class TestOneLeakedUrl:
         ]
         for token in forged:
             assert callback(callback_get("4001", FORGED, token))["statusCode"] == 403
-        stored = item(stack, "4001")
+        stored = handlers.item("4001")
         assert stored is not None and stored["status"]["S"] == "PENDING"
 
-    def test_only_known_task_failure_codes_mark_failed(
-        self, load: Callable[[str], ModuleType], stack: dict[str, Any]
-    ) -> None:
-        register(stack, "4010")
-        callback = call(load("callback"))
+    def test_only_known_task_failure_codes_mark_failed(self, handlers: Handlers) -> None:
+        handlers.register("4010")
+        callback = call(handlers.load("callback"))
         for code in ("ERROR_ZERO_BALANCE", "ERROR_SOMETHING_ELSE", "ERROR"):
             answer = callback(callback_get("4010", code))
             assert answer["statusCode"] == 400
-        stored = item(stack, "4010")
+        stored = handlers.item("4010")
         assert stored is not None and stored["status"]["S"] == "PENDING"
         assert callback(callback_get("4010", "ERROR_CAPTCHA_UNSOLVABLE"))["statusCode"] == 200
-        stored = item(stack, "4010")
+        stored = handlers.item("4010")
         assert stored is not None and stored["status"]["S"] == "FAILED"
 
 
 class TestUpgrade:
     def test_a_task_in_flight_at_upgrade_still_takes_its_whole_secret_pingback(
-        self, load: Callable[[str], ModuleType], stack: dict[str, Any]
+        self, handlers: Handlers
     ) -> None:
-        register(stack, "4100", nonce=None, owner=None)
-        callback = call(load("callback"))
+        handlers.register("4100", nonce=None, owner=None)
+        callback = call(handlers.load("callback"))
         assert callback(callback_get("4100", TOKEN, SECRET))["statusCode"] == 200
-        stored = item(stack, "4100")
+        stored = handlers.item("4100")
         assert stored is not None and stored["solution"]["S"] == TOKEN
 
     def test_the_whole_secret_cannot_decide_a_new_task_nor_create_one(
-        self, load: Callable[[str], ModuleType], stack: dict[str, Any]
+        self, handlers: Handlers
     ) -> None:
-        register(stack, "4101")
-        callback = call(load("callback"))
+        handlers.register("4101")
+        callback = call(handlers.load("callback"))
         assert callback(callback_get("4101", FORGED, SECRET))["statusCode"] == 403
         assert callback(callback_get("4102", FORGED, SECRET))["statusCode"] == 403
-        stored = item(stack, "4101")
+        stored = handlers.item("4101")
         assert stored is not None and stored["status"]["S"] == "PENDING"
-        assert item(stack, "4102") is None
+        assert handlers.item("4102") is None
 
 
 class TestReplay:
-    def sqs_event(self, stack: dict[str, Any]) -> dict[str, Any]:
-        received = stack["sqs"].receive_message(
-            QueueUrl=stack["dlq"], MaxNumberOfMessages=10, AttributeNames=["All"]
-        )
-        template = event("sqs_receive_message.json")["Records"][0]
-        records = []
-        for message in received.get("Messages", []):
-            record = copy.deepcopy(template)
-            record.update(
-                messageId=message["MessageId"],
-                receiptHandle=message["ReceiptHandle"],
-                body=message["Body"],
-            )
-            records.append(record)
-        return {"Records": records}
-
     def test_a_dead_lettered_pingback_carries_its_nonce_and_the_same_rule_holds(
-        self, load: Callable[[str], ModuleType], stack: dict[str, Any]
+        self, handlers: Handlers
     ) -> None:
-        register(stack, "4200")
-        register(stack, "4201")
-        callback = load("callback")
+        handlers.register("4200")
+        handlers.register("4201")
+        callback = handlers.load("callback")
         with table_writes_failing():
             assert call(callback)(callback_get("4200", TOKEN))["statusCode"] == 200
         # The attacker's pingback also reaches the queue (MAC checked, table down)...
@@ -195,19 +168,19 @@ class TestReplay:
             call(callback)(callback_get("4201", FORGED, capability_for("4200")))["statusCode"]
             == 200
         )
-        replay_event = self.sqs_event(stack)
+        replay_event = handlers.dead_letter_event()
         bodies = [json.loads(record["body"]) for record in replay_event["Records"]]
         assert {b["task_id"]: b["nonce"] for b in bodies} == {
             "4200": nonce_for("4200"),
             "4201": nonce_for("4200"),
         }
-        assert load("replay").handler(replay_event, FakeLambdaContext()) == {
+        assert handlers.load("replay").handler(replay_event, FakeLambdaContext()) == {
             "batchItemFailures": []
         }
         # ...but replay applies it only to the nonce's own task.
-        stored = item(stack, "4200")
+        stored = handlers.item("4200")
         assert stored is not None and stored["solution"]["S"] == TOKEN
-        other = item(stack, "4201")
+        other = handlers.item("4201")
         assert other is not None and other["status"]["S"] == "PENDING"
 
     @pytest.mark.parametrize(
@@ -228,57 +201,50 @@ class TestReplay:
     )
     def test_messages_breaking_the_edge_rules_fail_counted_toward_parking(
         self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        capsys: pytest.CaptureFixture[str],
+        handlers: Handlers,
         body: object,
     ) -> None:
         text = body if isinstance(body, str) else json.dumps(body)
-        stack["sqs"].send_message(QueueUrl=stack["dlq"], MessageBody=text)
-        replay_event = self.sqs_event(stack)
-        answer = load("replay").handler(replay_event, FakeLambdaContext())
+        handlers.stack["sqs"].send_message(QueueUrl=handlers.stack["dlq"], MessageBody=text)
+        replay_event = handlers.dead_letter_event()
+        answer = handlers.load("replay").handler(replay_event, FakeLambdaContext())
         assert answer == {
             "batchItemFailures": [{"itemIdentifier": replay_event["Records"][0]["messageId"]}]
         }
-        assert item(stack, "4300") is None
-        metrics = emitted_metrics(capsys.readouterr().out)
+        assert handlers.item("4300") is None
+        metrics = handlers.metrics()
         assert metrics["ReplayRejected"] == 1 and metrics["ReplayFailed"] == 1
 
 
 class TestOwnership:
-    def get(self, load: Callable[[str], ModuleType], task_id: str, principal: str | None) -> int:
+    def get(self, handlers: Handlers, task_id: str, principal: str | None) -> int:
         shaped = with_principal(event("get_task.json"), principal)
         shaped["pathParameters"] = {"task_id": task_id}
-        status: int = load("get_task").handler(shaped, FakeLambdaContext())["statusCode"]
+        status: int = handlers.load("get_task").handler(shaped, FakeLambdaContext())["statusCode"]
         return status
 
     def test_only_the_submitter_reads_a_task_others_get_404(
-        self, load: Callable[[str], ModuleType], submitted: tuple[Handler, FakeProvider]
+        self, handlers: Handlers, submitted: tuple[Handler, FakeProvider]
     ) -> None:
         task_id = submit(submitted[0], OWNER)
-        assert self.get(load, task_id, OWNER) == 200
-        assert self.get(load, task_id, OTHER_OWNER) == 404
-        assert self.get(load, "99999999", OWNER) == 404
-        assert self.get(load, task_id, None) == 403
+        assert self.get(handlers, task_id, OWNER) == 200
+        assert self.get(handlers, task_id, OTHER_OWNER) == 404
+        assert self.get(handlers, "99999999", OWNER) == 404
+        assert self.get(handlers, task_id, None) == 403
 
-    def test_the_admin_principal_reads_every_task(
-        self,
-        load: Callable[[str], ModuleType],
-        stack: dict[str, Any],
-        monkeypatch: pytest.MonkeyPatch,
-    ) -> None:
-        register(stack, "4400", owner=OWNER)
-        monkeypatch.setenv("ADMIN_PRINCIPAL_ARN", ADMIN)
-        assert self.get(load, "4400", ADMIN) == 200
-        assert self.get(load, "4400", OTHER_OWNER) == 404
+    def test_the_admin_principal_reads_every_task(self, handlers: Handlers) -> None:
+        handlers.register("4400", owner=OWNER)
+        handlers.monkeypatch.setenv("ADMIN_PRINCIPAL_ARN", ADMIN)
+        assert self.get(handlers, "4400", ADMIN) == 200
+        assert self.get(handlers, "4400", OTHER_OWNER) == 404
 
     def test_a_task_from_before_owners_stays_readable_a_provisional_one_does_not(
-        self, load: Callable[[str], ModuleType], stack: dict[str, Any]
+        self, handlers: Handlers
     ) -> None:
-        register(stack, "4401", nonce=None, owner=None)
-        call(load("callback"))(callback_get("4402", TOKEN))
-        assert self.get(load, "4401", OTHER_OWNER) == 200
-        assert self.get(load, "4402", OWNER) == 404
+        handlers.register("4401", nonce=None, owner=None)
+        call(handlers.load("callback"))(callback_get("4402", TOKEN))
+        assert self.get(handlers, "4401", OTHER_OWNER) == 200
+        assert self.get(handlers, "4402", OWNER) == 404
 
     def test_submit_without_a_principal_is_403(
         self, submitted: tuple[Handler, FakeProvider]
@@ -297,8 +263,8 @@ REGISTRATION = {
 
 class TestRegistration:
     @pytest.fixture
-    def registrar(self, load: Callable[[str], ModuleType], stack: dict[str, Any]) -> Handler:
-        return call(load("register"))
+    def registrar(self, handlers: Handlers) -> Handler:
+        return call(handlers.load("register"))
 
     def issue(self, registrar: Handler, principal: str | None = OWNER) -> dict[str, Any]:
         answer = registrar(with_principal(event("issue_pingback_url.json"), principal))
@@ -315,7 +281,7 @@ class TestRegistration:
         return answer["statusCode"], json.loads(answer["body"])
 
     def test_issue_then_register_then_the_pingback_is_stored(
-        self, registrar: Handler, load: Callable[[str], ModuleType], stack: dict[str, Any]
+        self, registrar: Handler, handlers: Handlers
     ) -> None:
         issued = self.issue(registrar)
         assert issued["status"] == 201 and issued["expires_at"] > 0
@@ -323,7 +289,7 @@ class TestRegistration:
         assert "/callback/v1." in url and SECRET not in url
         body = {**REGISTRATION, "pingback_url": url}
         assert self.put(registrar, "4500", body) == (201, {"task_id": "4500"})
-        stored = item(stack, "4500")
+        stored = handlers.item("4500")
         assert stored is not None
         assert (stored["status"]["S"], stored["owner"]["S"]) == ("PENDING", OWNER)
         assert stored["nonce"]["S"] == capability_of(url).split(".")[1] and "due_at" in stored
@@ -332,22 +298,22 @@ class TestRegistration:
         status, answer = self.put(registrar, "4500", changed)
         assert status == 409 and answer["error"] == "conflict"
         assert self.put(registrar, "4500", body, OTHER_OWNER)[0] == 409
-        callback = call(load("callback"))
+        callback = call(handlers.load("callback"))
         assert callback(callback_get("4500", TOKEN, capability_of(url)))["statusCode"] == 200
         assert callback(callback_get("4501", FORGED, capability_of(url)))["statusCode"] == 200
-        stored = item(stack, "4500")
+        stored = handlers.item("4500")
         assert stored is not None and stored["solution"]["S"] == TOKEN
 
     def test_a_pingback_before_the_registration_is_kept_and_another_nonce_discarded(
-        self, registrar: Handler, load: Callable[[str], ModuleType], stack: dict[str, Any]
+        self, registrar: Handler, handlers: Handlers
     ) -> None:
         mine, theirs = self.issue(registrar)["pingback_url"], self.issue(registrar)["pingback_url"]
-        callback = call(load("callback"))
+        callback = call(handlers.load("callback"))
         assert callback(callback_get("4510", TOKEN, capability_of(mine)))["statusCode"] == 200
         assert callback(callback_get("4511", FORGED, capability_of(theirs)))["statusCode"] == 200
         assert self.put(registrar, "4510", {**REGISTRATION, "pingback_url": mine})[0] == 201
         assert self.put(registrar, "4511", {**REGISTRATION, "pingback_url": mine})[0] == 201
-        kept, discarded = item(stack, "4510"), item(stack, "4511")
+        kept, discarded = handlers.item("4510"), handlers.item("4511")
         assert kept is not None and kept["solution"]["S"] == TOKEN
         assert discarded is not None and "solution" not in discarded
         assert discarded["status"]["S"] == "PENDING"
@@ -376,11 +342,11 @@ class TestRegistration:
         ],
     )
     def test_bad_registrations_are_400_with_a_reason(
-        self, registrar: Handler, stack: dict[str, Any], task_id: str, body: object
+        self, registrar: Handler, handlers: Handlers, task_id: str, body: object
     ) -> None:
         status, answer = self.put(registrar, task_id, body)
         assert status == 400 and answer["error"] == "bad_request" and answer["reason"]
-        assert item(stack, "4520") is None
+        assert handlers.item("4520") is None
 
     def test_no_principal_is_403(self, registrar: Handler) -> None:
         assert self.issue(registrar, None)["status"] == 403
@@ -429,21 +395,17 @@ def test_submit_never_crashes(submitted: tuple[Handler, FakeProvider], body: str
 
 @FUZZ
 @given(body=bodies, task_id=path_texts)
-def test_register_never_crashes(
-    load: Callable[[str], ModuleType], stack: dict[str, Any], body: str, task_id: str
-) -> None:
+def test_register_never_crashes(handlers: Handlers, body: str, task_id: str) -> None:
     shaped = body_event("register_task.json", body)
     shaped["pathParameters"] = {"task_id": task_id}
-    answer = load("register").handler(shaped, FakeLambdaContext())
+    answer = handlers.load("register").handler(shaped, FakeLambdaContext())
     assert answer["statusCode"] == 400
 
 
 @FUZZ
 @given(body=bodies)
-def test_issue_never_crashes(
-    load: Callable[[str], ModuleType], stack: dict[str, Any], body: str
-) -> None:
-    answer = load("register").handler(
+def test_issue_never_crashes(handlers: Handlers, body: str) -> None:
+    answer = handlers.load("register").handler(
         body_event("issue_pingback_url.json", body), FakeLambdaContext()
     )
     assert answer["statusCode"] == 201
@@ -451,26 +413,26 @@ def test_issue_never_crashes(
 
 @FUZZ
 @given(task_id=path_texts)
-def test_get_never_crashes(
-    load: Callable[[str], ModuleType], stack: dict[str, Any], task_id: str
-) -> None:
+def test_get_never_crashes(handlers: Handlers, task_id: str) -> None:
     shaped = with_principal(event("get_task.json"), OWNER)
     shaped["pathParameters"] = {"task_id": task_id}
-    assert load("get_task").handler(shaped, FakeLambdaContext())["statusCode"] in {400, 404}
+    assert handlers.load("get_task").handler(shaped, FakeLambdaContext())["statusCode"] in {
+        400,
+        404,
+    }
 
 
 @FUZZ
 @given(body=bodies, secret=path_texts, task_id=path_texts, code=path_texts)
 def test_callback_never_crashes_nor_stores_unproven(
-    load: Callable[[str], ModuleType],
-    stack: dict[str, Any],
+    handlers: Handlers,
     body: str,
     secret: str,
     task_id: str,
     code: str,
 ) -> None:
-    register(stack, "4600")
-    module = load("callback")
+    handlers.register("4600")
+    module = handlers.load("callback")
     for path in (secret, capability_for("4600")):
         shaped = callback_get(task_id, code, path)
         shaped["requestContext"]["http"]["method"] = "POST"
@@ -479,15 +441,13 @@ def test_callback_never_crashes_nor_stores_unproven(
         shaped["isBase64Encoded"] = True
         answer = module.handler(shaped, FakeLambdaContext())
         assert answer["statusCode"] in {200, 400, 403}
-    stored = item(stack, "4600")
+    stored = handlers.item("4600")
     assert (stored is not None and "solution" not in stored) or task_id.strip() == "4600"
 
 
 @FUZZ
 @given(body=bodies)
-def test_replay_never_crashes(
-    load: Callable[[str], ModuleType], stack: dict[str, Any], body: str
-) -> None:
+def test_replay_never_crashes(handlers: Handlers, body: str) -> None:
     record = event("sqs_receive_message.json")["Records"][0] | {"body": body}
-    answer = load("replay").handler({"Records": [record]}, FakeLambdaContext())
+    answer = handlers.load("replay").handler({"Records": [record]}, FakeLambdaContext())
     assert answer == {"batchItemFailures": [{"itemIdentifier": record["messageId"]}]}

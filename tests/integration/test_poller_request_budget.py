@@ -3,6 +3,7 @@ bound counts real HTTP requests (issue 9: 501 requests with a bound of 5 before)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Iterator
@@ -11,13 +12,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from pingback_guard.domain.task import CaptchaRequest, NewTask
+from pingback_guard.domain.task import NewTask
 from pingback_guard.logic.poll_schedule import SolveTimes
-from pingback_guard.logic.poller import PollerService, PollPolicy
+from pingback_guard.logic.poller import PollerService
 from pingback_guard.provider.captchaai import CaptchaAiClient
-from tests.fakes import InMemoryTaskStore
-
-REQUEST = CaptchaRequest("userrecaptcha", "key", "https://example.test")
+from tests.fakes import RECAPTCHA_REQUEST, UNIT_POLL_POLICY, InMemoryTaskStore
 
 
 class RefusesIds(BaseHTTPRequestHandler):
@@ -52,12 +51,11 @@ def provider_url() -> Iterator[str]:
 def test_an_odd_ids_answer_cannot_push_a_sweep_past_its_bound(provider_url: str) -> None:
     store = InMemoryTaskStore()
     for number in range(500):
-        store.record_submission(NewTask(str(10_000 + number), REQUEST, 1000.0, 1020.0))
-    policy = PollPolicy(
-        retention_seconds=600,
+        store.record_submission(NewTask(str(10_000 + number), RECAPTCHA_REQUEST, 1000.0, 1020.0))
+    policy = dataclasses.replace(
+        UNIT_POLL_POLICY,
         backoff_base_seconds=5,
         backoff_max_seconds=60,
-        max_requests_per_sweep=5,
         ids_per_request=100,
         deadline_margin_seconds=1,
     )

@@ -23,6 +23,7 @@ from moto import mock_aws
 from infra.lambda_context import FakeLambdaContext
 from result_consumer.applied import ApplyFailed
 from tests.integration.handler_support import table_writes_unavailable
+from tests.result_events import rendered_detail
 from tests.support import template
 
 IDEMPOTENCY_TABLE = "pg-consumer-idempotency"
@@ -41,20 +42,9 @@ def result_event(task_id: str, status: str, **detail: str) -> dict[str, Any]:
         "time": "2026-11-30T20:00:00Z",
         "region": "us-east-1",
         "resources": [],
-        "detail": {
-            "schema_version": "1",
-            "task_id": task_id,
-            "status": status,
-            "previous_status": "PENDING",
-            "delivered_via": "read_through",
-            "finished_at_earliest": "1764532800.25",
-            "finished_at_latest": "1764532805.5",
-            "usable_until": "1764532920.25",
-            "error": "",
-            "owner": "arn:aws:iam::123456789012:user/worker",
-            "solution": "03AFcWeA" + "T" * 300 if status == "SOLVED" else "",
-            **detail,
-        },
+        "detail": rendered_detail(
+            task_id, status, "03AFcWeA" + "T" * 300 if status == "SOLVED" else "", **detail
+        ),
     }
 
 

@@ -86,6 +86,14 @@ def summed_inputs(metric_by_id: dict[str, str]) -> list[dict[str, Any]]:
     ]
 
 
+def stored_in_n(*datapoints: tuple[str, float, float]) -> MetricStore:
+    """A store holding (name, time, value) datapoints of metric N/name, as summed_inputs reads."""
+    store = MetricStore()
+    for name, at, value in datapoints:
+        store.put(MetricKey.of("N", name), at, value)
+    return store
+
+
 @pytest.mark.parametrize(("pattern", "expected"), AWS_TABLE)
 @pytest.mark.parametrize("treat", ["missing", "ignore", "breaching", "notBreaching"])
 def test_treat_missing_data_follows_the_documented_table(
@@ -243,10 +251,7 @@ def test_metric_math_fills_missing_series_and_adds_them() -> None:
         "TreatMissingData": "notBreaching",
     }
     definition = alarm_definition("m", "M", properties)
-    store = MetricStore()
-    store.put(MetricKey.of("N", "A"), 10.0, 1.0)
-    store.put(MetricKey.of("N", "B"), 20.0, 2.0)
-    store.put(MetricKey.of("N", "B"), 70.0, 1.0)
+    store = stored_in_n(("A", 10.0, 1.0), ("B", 20.0, 2.0), ("B", 70.0, 1.0))
     window = Window(0.0, 60.0, 0, 2)
     values = datapoints(definition, store, window)
     assert values == {0: 3.0, 1: 1.0}
@@ -264,10 +269,7 @@ def test_metric_math_without_fill_is_missing_where_an_operand_is() -> None:
         "ComparisonOperator": "GreaterThanThreshold",
     }
     definition = alarm_definition("r", "R", properties)
-    store = MetricStore()
-    store.put(MetricKey.of("N", "total"), 10.0, 4.0)
-    store.put(MetricKey.of("N", "rejected"), 10.0, 3.0)
-    store.put(MetricKey.of("N", "total"), 70.0, 4.0)
+    store = stored_in_n(("total", 10.0, 4.0), ("rejected", 10.0, 3.0), ("total", 70.0, 4.0))
     assert datapoints(definition, store, Window(0.0, 60.0, 0, 2)) == {0: 75.0}
 
 

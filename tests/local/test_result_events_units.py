@@ -23,10 +23,10 @@ from infra.local.moto_process import MotoServer
 from infra.local.pool import Invocation
 from infra.local.stream_pipe import StreamPipe
 from tests.local.support import wait_until
+from tests.result_events import OWNER, rendered_detail
 from tests.support import template
 
 TOKEN = "03AFcWeA-token_" + "x" * 40
-OWNER = "arn:aws:iam::123456789012:user/worker"
 
 
 def pipe_properties() -> dict[str, Any]:
@@ -152,19 +152,7 @@ def test_the_template_filters_publish_status_transitions_into_a_final_status(
 def test_the_input_template_maps_the_contract_attributes() -> None:
     detail = render_detail(input_template(True), record("MODIFY", SOLVED, PENDING), {})
 
-    assert detail == {
-        "schema_version": "1",
-        "task_id": "4242",
-        "status": "SOLVED",
-        "previous_status": "PENDING",
-        "delivered_via": "read_through",
-        "finished_at_earliest": "1764532800.25",
-        "finished_at_latest": "1764532805.5",
-        "usable_until": "1764532920.25",
-        "error": "",
-        "owner": OWNER,
-        "solution": TOKEN,
-    }
+    assert detail == rendered_detail("4242", "SOLVED", TOKEN)
 
 
 def test_without_tokens_the_detail_has_no_solution_and_nothing_else_changes() -> None:

@@ -455,24 +455,8 @@ def test_a_backlog_beyond_one_sweeps_budget_is_worked_off_by_the_next_sweeps(
     assert report.sweeps == 4  # the last finds nothing due and nothing ahead
 
 
-class CountingStore(InMemoryTaskStore):
-    def __init__(self) -> None:
-        super().__init__()
-        self.reschedules: list[str] = []
-
-    def reschedule_poll(
-        self,
-        task_id: str,
-        due_at: float,
-        poll_attempts: int,
-        last_checked_at: float | None = None,
-    ) -> bool:
-        self.reschedules.append(task_id)
-        return super().reschedule_poll(task_id, due_at, poll_attempts, last_checked_at)
-
-
 def test_within_an_invocation_next_checks_are_written_once_at_its_end() -> None:
-    store = CountingStore()
+    store = InMemoryTaskStore()
     pending(store, "1", "2", "3", first_poll=SUBMITTED + 20)
     provider = FakeProvider()
     policy = dataclasses.replace(UNIT_POLL_POLICY, backoff_base_seconds=5, run_seconds=50)
@@ -487,7 +471,7 @@ def test_within_an_invocation_next_checks_are_written_once_at_its_end() -> None:
     service._sleep = pingback_for_2_and_token_for_3
     report = service.run(remaining_seconds=lambda: 60.0)
     assert report.not_ready >= 4 and report.recovered == 1
-    assert store.reschedules == ["1"]  # 2 finished by pingback, 3 by poll: nothing to write
+    assert store.rescheduled == ["1"]  # 2 finished by pingback, 3 by poll: nothing to write
     task = store.get("1")
     assert task is not None and task.poll_attempts >= 3 and task.due_at is not None
     assert (task.last_checked_at or 0) >= SUBMITTED + 50  # the latest "not ready", from memory

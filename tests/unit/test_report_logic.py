@@ -44,11 +44,13 @@ class Clock:
         return self.now
 
 
-def solved_store() -> InMemoryTaskStore:
+def solved_store(
+    owner: str | None = None, via: DeliveryPath = DeliveryPath.CALLBACK
+) -> InMemoryTaskStore:
     store = InMemoryTaskStore()
     request = CaptchaRequest("userrecaptcha", "sitekey", "https://example.test/")
-    store.record_submission(NewTask(TASK, request, 1000.0, 1020.0))
-    store.record_result(TaskResult(TASK, TOKEN, DeliveryPath.CALLBACK, FINISHED))
+    store.record_submission(NewTask(TASK, request, 1000.0, 1020.0, owner=owner))
+    store.record_result(TaskResult(TASK, TOKEN, via, FINISHED))
     return store
 
 
@@ -192,10 +194,7 @@ def test_a_failed_confirmation_still_counts_as_reported() -> None:
 
 
 def test_another_principals_task_is_unknown_to_it_and_nothing_is_sent() -> None:
-    store = InMemoryTaskStore()
-    request = CaptchaRequest("userrecaptcha", "sitekey", "https://example.test/")
-    store.record_submission(NewTask(TASK, request, 1000.0, 1020.0, owner=WORKER))
-    store.record_result(TaskResult(TASK, TOKEN, DeliveryPath.POLL, FINISHED))
+    store = solved_store(owner=WORKER, via=DeliveryPath.POLL)
     provider = FakeProvider()
     reports, _ = service(store, provider)
     assert reports.report(TASK, ReportVerdict.BAD, OTHER) is ReportClaim.UNKNOWN_TASK
@@ -204,10 +203,7 @@ def test_another_principals_task_is_unknown_to_it_and_nothing_is_sent() -> None:
 
 
 def test_the_admin_principal_may_report_any_task() -> None:
-    store = InMemoryTaskStore()
-    request = CaptchaRequest("userrecaptcha", "sitekey", "https://example.test/")
-    store.record_submission(NewTask(TASK, request, 1000.0, 1020.0, owner=WORKER))
-    store.record_result(TaskResult(TASK, TOKEN, DeliveryPath.POLL, FINISHED))
+    store = solved_store(owner=WORKER, via=DeliveryPath.POLL)
     provider = FakeProvider()
     admin = ReportService(store, provider, WINDOW, admin_principal_arn=ADMIN, clock=Clock(1090.0))
     assert admin.report(TASK, ReportVerdict.GOOD, ADMIN) is ReportClaim.CLAIMED

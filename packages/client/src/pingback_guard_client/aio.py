@@ -13,8 +13,7 @@ from typing import Any
 
 from botocore.credentials import Credentials
 
-from pingback_guard_client.client import Client, RetryPolicy, settled
-from pingback_guard_client.errors import ServiceUnavailable, WaitTimeout
+from pingback_guard_client.client import Client, RetryPolicy, Waiting
 from pingback_guard_client.models import PingbackUrl, Solution, TaskView
 
 
@@ -66,20 +65,12 @@ class AsyncClient:
         return await asyncio.to_thread(self._client.task, task_id)
 
     async def wait(self, task_id: str, timeout: float = 120.0) -> Solution:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                solution = settled(await self.task(task_id), time.time())
-            except ServiceUnavailable:
-                if time.monotonic() >= deadline:
-                    raise
-                solution = None
-            if solution is not None:
-                return solution
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise WaitTimeout(task_id, timeout)
-            await asyncio.sleep(min(self._client.poll_interval, remaining))
+        waiting = Waiting(
+            task_id, timeout, self._client.poll_interval, time.monotonic, now=time.time
+        )
+        while (solution := await asyncio.to_thread(waiting.look, self._client.task)) is None:
+            await asyncio.sleep(waiting.pause())
+        return solution
 
     async def solve(
         self, method: str, sitekey: str, page_url: str, timeout: float = 180.0, **extras: Any

@@ -114,20 +114,10 @@ class Client:
 
         An outage of the stack is waited out until the deadline (then ServiceUnavailable).
         """
-        deadline = self._clock() + timeout
-        while True:
-            try:
-                solution = settled(self.task(task_id), self._clock())
-            except ServiceUnavailable:
-                if self._clock() >= deadline:
-                    raise
-                solution = None
-            if solution is not None:
-                return solution
-            remaining = deadline - self._clock()
-            if remaining <= 0:
-                raise WaitTimeout(task_id, timeout)
-            self._sleep(min(self.poll_interval, remaining))
+        waiting = Waiting(task_id, timeout, self.poll_interval, self._clock, now=self._clock)
+        while (solution := waiting.look(self.task)) is None:
+            self._sleep(waiting.pause())
+        return solution
 
     def solve(
         self, method: str, sitekey: str, page_url: str, timeout: float = 180.0, **extras: Any
@@ -196,6 +186,44 @@ class Client:
         if answer.status in ok and isinstance(answer.body, dict):
             return answer.body
         raise _error_of(answer)
+
+
+class Waiting:
+    """One wait() for a task, sync or async alike: what each look at the task means, and how
+    long to pause before the next, against a deadline on ``clock``; ``now`` dates a token."""
+
+    def __init__(
+        self,
+        task_id: str,
+        timeout: float,
+        poll_interval: float,
+        clock: Callable[[], float],
+        *,
+        now: Callable[[], float],
+    ) -> None:
+        self._task_id = task_id
+        self._timeout = timeout
+        self._poll_interval = poll_interval
+        self._clock = clock
+        self._now = now
+        self._deadline = clock() + timeout
+
+    def look(self, task: Callable[[str], TaskView]) -> Solution | None:
+        """The solution once the task is final, None while it is not; an outage of the stack
+        is waited out until the deadline (then ServiceUnavailable)."""
+        try:
+            return settled(task(self._task_id), self._now())
+        except ServiceUnavailable:
+            if self._clock() >= self._deadline:
+                raise
+            return None
+
+    def pause(self) -> float:
+        """Seconds until the next look; WaitTimeout once the deadline has passed."""
+        remaining = self._deadline - self._clock()
+        if remaining <= 0:
+            raise WaitTimeout(self._task_id, self._timeout)
+        return min(self._poll_interval, remaining)
 
 
 def settled(view: TaskView, now: float) -> Solution | None:
