@@ -202,20 +202,25 @@ CLEAN = replace(
 
 # 10,000 tasks through the same faults, paced to what the local stack sustains on a shared
 # 2-core machine (docs/chaos-soak.md). Submits outrunning the callbacks (9.2 submits/s against
-# 8.2 callbacks/s in the last run) build a backlog whose pingbacks time out, and the poller then
+# 8.2 callbacks/s in one run) build a backlog whose pingbacks time out, and the poller then
 # carries thousands of tasks through a loaded moto: paced at 8 a second, with 12 callback workers
 # (each crash fault costs a worker a cold start), 8 submit workers for the table outage (a submit
-# waits 0.7 s on its retries before the DLQ takes it). The template's RetentionSeconds (600 s, the
-# simulator's own retention), not the CI profile's compressed 150 s: a backlog drains before a
-# task is given up. A stack that falls behind stretches the run, never the verdict. The table is
-# scanned for progress every 10 s, not 2 s.
+# waits 0.7 s on its retries before the DLQ takes it), 4 example consumers for the result events
+# (12,000 deliveries; 3 ran minutes behind on a loaded machine). The template's RetentionSeconds
+# (600 s, the simulator's own retention), not the CI profile's compressed 150 s: a backlog drains
+# before a task is given up. A stack that falls behind stretches the run, never the verdict. The
+# table is scanned for progress every 10 s, not 2 s.
 SOAK = replace(
     CI,
     name="soak",
     tasks=10_000,
     submit_seconds=1250,
     submit_threads=10,
-    workers_by_function={"SubmitFunction": 8, "CallbackFunction": 12},
+    workers_by_function={
+        "SubmitFunction": 8,
+        "CallbackFunction": 12,
+        "ResultConsumerFunction": 4,
+    },
     retention_seconds=600,
     progress_every_seconds=10.0,
     waiting_every=50,

@@ -140,10 +140,10 @@ class LocalEventBus:
         with self._lock:
             return list(self._published)
 
-    def idle(self) -> bool:
-        """No delivery queued, running or waiting for a retry."""
+    def backlog(self) -> int:
+        """Deliveries queued, running or waiting for a retry."""
         with self._lock:
-            return self._unfinished == 0
+            return self._unfinished
 
     def _event(self, entry: BusEntry) -> dict[str, Any]:
         return {

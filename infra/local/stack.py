@@ -257,7 +257,11 @@ class LocalStack(Service):
     def result_events_settled(self) -> bool:
         """Each pipe has read its stream to the end and the bus has no delivery in flight."""
         pipes_caught_up = all(pipe.stats.to_json()["caught_up"] for pipe in self._event_pipes)
-        return pipes_caught_up and (self._event_bus is None or self._event_bus.idle())
+        return pipes_caught_up and self.result_events_backlog() == 0
+
+    def result_events_backlog(self) -> int:
+        """Bus deliveries not finished yet (queued, running, or waiting for a retry)."""
+        return 0 if self._event_bus is None else self._event_bus.backlog()
 
     def info(self) -> dict[str, Any]:
         return self.ready.to_json()
@@ -331,6 +335,9 @@ class LocalStack(Service):
         )
         self._gateway.set_up(True)
 
+    def _workers(self, logical_id: str) -> int:
+        return self.options.workers_by_function.get(logical_id, self.options.workers_per_function)
+
     def _start_pools(
         self, specs: Mapping[str, FunctionSpec], endpoint: AwsEndpoint, log_dir: Path
     ) -> None:
@@ -341,9 +348,7 @@ class LocalStack(Service):
             self._pools[logical_id] = FunctionPool(
                 spec=spec,
                 environment=environment,
-                size=self.options.workers_by_function.get(
-                    logical_id, self.options.workers_per_function
-                ),
+                size=self._workers(logical_id),
                 log_path=log_dir / f"{logical_id}.log",
                 calls=self.calls,
                 current_faults=self.faults,
@@ -398,11 +403,14 @@ class LocalStack(Service):
     ) -> None:
         """Buses and their rule targets first, then the pipes that feed them."""
         options = self.options
+        rules = rule_specs(stack, functions)
+        # As many deliveries at once as the busiest target's workers can take.
+        targets = {function for rule in rules for function in rule.functions}
         self._event_bus = LocalEventBus(
-            rule_specs(stack, functions),
+            rules,
             self.invoke,
             region=endpoint.region,
-            workers=options.workers_per_function,
+            workers=max(map(self._workers, targets), default=options.workers_per_function),
         )
         self._event_bus.start()
         for spec in pipe_specs(stack):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.chaos.result_events import judge_result_events, summary_line
+from infra.chaos.result_events import judge_result_events, summary_line, wait_for_result_events
 
 ITEMS: dict[str, dict[str, Any]] = {
     "1": {"status": "SOLVED", "submitted_at": 1.0},
@@ -63,3 +63,36 @@ def test_a_result_published_for_an_unregistered_id_fails() -> None:
     assert not verdict.passed
     assert verdict.published_unregistered == ["5:SOLVED"]
     assert verdict.final_results == 3
+
+
+class ConsumerBehind:
+    """A stack whose consumer works off `backlog` deliveries, `per_look` every look, on a clock
+    that moves a second per look."""
+
+    def __init__(self, backlog: int, per_look: int) -> None:
+        self.backlog, self.per_look, self.now = backlog, per_look, 0.0
+
+    def result_events_settled(self) -> bool:
+        return self.backlog == 0
+
+    def result_events_backlog(self) -> int:
+        return self.backlog
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, _seconds: float) -> None:
+        self.now += 1
+        self.backlog = max(0, self.backlog - self.per_look)
+
+
+def test_a_consumer_minutes_behind_is_waited_for_while_it_makes_progress() -> None:
+    stack = ConsumerBehind(backlog=2_800, per_look=7)  # 400 s of work
+    wait_for_result_events(stack, clock=stack.clock, sleep=stack.sleep)
+    assert stack.backlog == 0 and stack.now >= 400
+
+
+def test_a_consumer_that_makes_no_progress_is_judged_after_the_stall_limit() -> None:
+    stack = ConsumerBehind(backlog=10, per_look=0)
+    wait_for_result_events(stack, clock=stack.clock, sleep=stack.sleep)
+    assert stack.backlog == 10 and 200 <= stack.now <= 202
