@@ -188,8 +188,8 @@ class TestPoller:
         handlers.monkeypatch.setenv("POLLER_RUN_SECONDS", "0")  # one sweep, not a minute of them
         poller = handlers.load("poller")
         handlers.monkeypatch.setattr(poller.service, "_provider", fake)
-        # 20 s later: both are likely ready (and past 2captcha's earliest first check).
-        handlers.monkeypatch.setattr(poller.service, "_clock", lambda: time.time() + 20)
+        # Past the template's ExpectedSolveSeconds (25 s): both are likely ready.
+        handlers.monkeypatch.setattr(poller.service, "_clock", lambda: time.time() + 26)
         summary = poller.handler(event("scheduled_event.json"), FakeLambdaContext())
         assert (summary["due"], summary["recovered"], summary["not_ready"]) == (2, 1, 1)
         stored = handlers.item("70000000001")
