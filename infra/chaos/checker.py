@@ -111,8 +111,10 @@ def explain_failures(
     task_ids: Sequence[str],
     writes: Mapping[str, int],
 ) -> dict[str, dict[str, Any]]:
-    """What the table holds for each failed task, enough to tell the paths apart."""
+    """What the table holds for each failed task, enough to tell the paths apart, and when each
+    step happened, in seconds after the provider accepted the task."""
     owners_of_code = {str(task["code"]): str(task["id"]) for task in truth}
+    by_id = {str(task["id"]): task for task in truth}
     explained: dict[str, dict[str, Any]] = {}
     for task_id in task_ids:
         item = table.get(task_id) or {}
@@ -125,8 +127,33 @@ def explain_failures(
             "error": item.get("error"),
             "result_writes": writes.get(task_id, 0),
             "code_is": _whose_code(code, owners_of_code),
+            "poll_attempts": _whole(item.get("poll_attempts")),
+            "seconds_after_provider_submit": _timeline(by_id.get(task_id, {}), item),
         }
     return explained
+
+
+def _whole(value: object) -> int | None:
+    """A number the table holds (a Decimal after deserializing), as JSON can carry it."""
+    return None if value is None else int(str(value))
+
+
+def _timeline(task: Mapping[str, Any], item: Mapping[str, Any]) -> dict[str, float | None]:
+    """Registered (the stack's submit time), finished (the provider's truth), last checked (the
+    last "not ready"), result (when the stack stored it)."""
+    accepted = task.get("submitted_at")
+
+    def after(moment: object) -> float | None:
+        if accepted is None or moment is None:
+            return None
+        return round(float(str(moment)) - float(accepted), 1)
+
+    return {
+        "registered": after(item.get("submitted_at")),
+        "finished": after(task.get("finished_at")),
+        "last_checked": after(item.get("last_checked_at")),
+        "result": after(item.get("received_at")),
+    }
 
 
 def _whose_code(code: object, owners_of_code: Mapping[str, str]) -> str:
