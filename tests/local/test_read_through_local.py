@@ -25,7 +25,9 @@ SIMULATOR = {
 STACK_OPTIONS: dict[str, Any] = {
     # The scheduled poller asks once at the first poll time, then backs off for minutes:
     # whatever arrives in this test arrives by read-through.
+    # Likely solved (the first check) at 15 s, reCAPTCHA's earliest: before these solves.
     "parameter_overrides": {
+        "ExpectedSolveSeconds": "15",
         "CallbackTimeoutSeconds": "10",
         "PollBackoffBaseSeconds": "600",
         "PollBackoffMaxSeconds": "3600",

@@ -306,7 +306,7 @@ def test_the_bus_delivers_matching_events_and_retries_failed_invocations(bus_wit
     ids = bus.put_events([entry("SOLVED"), entry("FAILED"), entry("SOLVED", source="other")])
     bus.put_events([entry("SOLVED", bus="another-bus")])
 
-    wait_until(bus.idle, timeout=10)
+    wait_until(lambda: bus.backlog() == 0, timeout=10)
     assert len(ids) == 3
     assert [event["id"] for event in target.events] == [ids[0]] * 3
     assert target.events[0]["detail-type"] == "Task Result"
@@ -326,7 +326,7 @@ def test_the_bus_drops_an_event_after_lambdas_async_retries(bus_with: Any) -> No
 
     bus.put_events([entry("SOLVED")])
 
-    wait_until(bus.idle, timeout=10)
+    wait_until(lambda: bus.backlog() == 0, timeout=10)
     assert len(target.events) == 3
     assert bus.stats.to_json()["dropped"] == 1
 
