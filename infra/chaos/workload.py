@@ -188,7 +188,10 @@ def forge_callbacks(
     while not stop.wait(every_seconds):
         attempt += 1
         kind = FORGERY_KINDS[attempt % len(FORGERY_KINDS)]
-        url, task_id = _forgery(kind, attempt, api_url, known_tasks() or [("1", None)])
+        forgery = _forgery(kind, attempt, api_url, known_tasks() or [("1", None)])
+        if forgery is None:
+            continue
+        url, task_id = forgery
         code = f"{FORGED_CODE_PREFIX}{attempt:010d}"
         try:
             answer = session.get(url, params={"id": task_id, "code": code}, timeout=10)
@@ -200,16 +203,18 @@ def forge_callbacks(
 
 def _forgery(
     kind: str, attempt: int, api_url: str, tasks: list[tuple[str, str | None]]
-) -> tuple[str, str]:
-    """The URL and the task id of one forged pingback of ``kind``."""
+) -> tuple[str, str] | None:
+    """The URL and the task id of one forged pingback of ``kind``; None while no task but the
+    leaked URL's own is known (a URL answering for its own task is the provider's pingback, not
+    a forgery: the CI run once counted such an answer, early in the run, as a forged decision)."""
     victim_id = tasks[attempt % len(tasks)][0]
     urls = [url for _, url in tasks if url and "/callback/v1." in url]
     if kind == "wrong_secret" or not urls:
         return f"{api_url}/callback/forged{attempt:020d}", victim_id
     leaked = urls[(attempt * 7 + 3) % len(urls)]
     if kind == "other_tasks_url":
-        others = [task_id for task_id, url in tasks if url != leaked] or [victim_id]
-        return leaked, others[attempt % len(others)]
+        others = [task_id for task_id, url in tasks if url != leaked]
+        return (leaked, others[attempt % len(others)]) if others else None
     if kind == "future_id":
         newest = max(int(task_id) for task_id, _ in tasks)
         return leaked, str(newest + 1 + attempt % 97)

@@ -17,7 +17,9 @@ TASKS: list[tuple[str, str | None]] = [
 def test_each_kind_aims_a_real_or_forged_url_at_a_task_that_is_not_the_urls_own() -> None:
     for attempt in range(1, 40):
         kind = FORGERY_KINDS[attempt % len(FORGERY_KINDS)]
-        url, task_id = _forgery(kind, attempt, API, TASKS)
+        forgery = _forgery(kind, attempt, API, TASKS)
+        assert forgery is not None
+        url, task_id = forgery
         own = {u: t for t, u in TASKS if u}
         if kind == "other_tasks_url":
             assert url in own and own[url] != task_id
@@ -27,6 +29,14 @@ def test_each_kind_aims_a_real_or_forged_url_at_a_task_that_is_not_the_urls_own(
             assert url not in own and "/callback/v1." in url
         else:
             assert "/callback/forged" in url
+
+
+def test_a_leaked_url_is_never_aimed_at_its_own_task_even_when_it_is_the_only_one() -> None:
+    # Given the attacker knows one task only (the start of a run)
+    only = TASKS[:1]
+    # Then it sends no "other task's URL" forgery rather than the task's own URL
+    for attempt in range(1, 40):
+        assert _forgery("other_tasks_url", attempt, API, only) is None
 
 
 def test_accepted_means_a_provider_task_holds_the_attackers_code() -> None:
