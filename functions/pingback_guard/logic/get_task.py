@@ -63,7 +63,7 @@ class ReadThroughPolicy:
         last = _last_check(task)
         if last is None:
             return now - task.submitted_at >= self.solve_times.likely_ready(_method(task))
-        return now >= last + self.schedule.gap(last - task.submitted_at)
+        return now >= self.schedule.after_check(task.submitted_at, last)
 
     def gap(self, task: Task, now: float) -> float:
         """The gap that guards the next claim: two callers who read the same item agree on it."""

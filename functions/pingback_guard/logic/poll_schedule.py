@@ -97,7 +97,11 @@ class CheckSchedule:
         gap that grows with the task's age."""
         if likely_ready_at >= now + self.min_gap_seconds:
             return likely_ready_at
-        return now + self.gap(now - submitted_at)
+        return self.after_check(submitted_at, now)
+
+    def after_check(self, submitted_at: float, checked_at: float) -> float:
+        """When a task checked at ``checked_at`` may be checked again."""
+        return checked_at + self.gap(checked_at - submitted_at)
 
     def gap(self, age_seconds: float) -> float:
         """Seconds to wait after a check of a task this old."""

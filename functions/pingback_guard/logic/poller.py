@@ -264,8 +264,7 @@ class PollerService:
 
     def _not_before(self, task: DueTask) -> float:
         if task.last_checked_at is not None:
-            since_submit = task.last_checked_at - task.submitted_at
-            return task.last_checked_at + self._policy.schedule.gap(since_submit)
+            return self._policy.schedule.after_check(task.submitted_at, task.last_checked_at)
         if task.poll_attempts:
             return -math.inf
         return task.submitted_at + self._solve_times.likely_ready(task.method)
