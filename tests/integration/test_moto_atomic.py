@@ -3,16 +3,18 @@ a write lands sees it whole, as DynamoDB guarantees."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from moto.backends import get_backend
 from moto.core.models import DEFAULT_ACCOUNT_ID
 
+from infra import moto_atomic
 from tests.integration.conftest import TABLE_NAME
 
 
 def stored_item(task_id: str) -> Any:
-    table: Any = get_backend("dynamodb")[DEFAULT_ACCOUNT_ID]["us-east-1"].get_table(TABLE_NAME)
+    table: Any = table_backend().get_table(TABLE_NAME)
     return next(item for item in table.items.values() if item.hash_key.value == task_id)
 
 
@@ -34,3 +36,74 @@ def test_an_update_leaves_the_item_a_query_is_reading_unchanged(dynamodb: Any) -
     # Then the reader still has the item as it was, and the table has it as it is
     assert "due_at" in being_read.attrs
     assert "due_at" not in stored_item("7").attrs
+
+
+def table_backend() -> Any:
+    return get_backend("dynamodb")[DEFAULT_ACCOUNT_ID]["us-east-1"]
+
+
+def write_in_background(dynamodb: Any, task_id: str) -> threading.Thread:
+    thread = threading.Thread(
+        target=dynamodb.put_item,
+        kwargs={"TableName": TABLE_NAME, "Item": {"task_id": {"S": task_id}}},
+    )
+    thread.start()
+    return thread
+
+
+def key_of(task_id: str) -> dict[str, Any]:
+    return {"task_id": {"S": task_id}}
+
+
+def test_a_write_waits_for_its_own_item_only(dynamodb: Any) -> None:
+    # Given a write of task "a" in progress (its item's lock held)
+    backend = table_backend()
+    held = moto_atomic.item_lock(backend, TABLE_NAME, key_of("a"))
+    other = next(
+        f"b{n}"
+        for n in range(1000)
+        if moto_atomic.item_lock(backend, TABLE_NAME, key_of(f"b{n}")) is not held
+    )
+    with held:
+        # When two more writes come, one for another item and one for "a"
+        other_write = write_in_background(dynamodb, other)
+        same_write = write_in_background(dynamodb, "a")
+        other_write.join(timeout=10)
+        same_write.join(timeout=0.5)
+
+        # Then the other item's write is done and the same item's write still waits
+        assert not other_write.is_alive()
+        assert same_write.is_alive()
+    same_write.join(timeout=10)
+    assert not same_write.is_alive()
+
+
+def test_concurrent_writes_of_different_items_each_get_their_own_stream_record(
+    dynamodb: Any,
+) -> None:
+    # Given a table with a stream, and eight writers, each writing items of its own
+    dynamodb.update_table(
+        TableName=TABLE_NAME,
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )
+    writers = [
+        threading.Thread(
+            target=lambda writer=writer: [
+                dynamodb.put_item(TableName=TABLE_NAME, Item=key_of(f"{writer}-{n}"))
+                for n in range(40)
+            ]
+        )
+        for writer in range(8)
+    ]
+
+    # When they all write at once
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(timeout=60)
+
+    # Then the table's stream has one record per write, each with a sequence number of its own
+    shard = table_backend().get_table(TABLE_NAME).stream_shard
+    numbers = [record.record["dynamodb"]["SequenceNumber"] for record in shard.items]
+    assert len(numbers) == 8 * 40
+    assert len(set(numbers)) == len(numbers)
