@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import pytest
 
@@ -10,6 +11,7 @@ from pingback_guard.domain.errors import ProviderAccountError, ProviderRetryable
 from pingback_guard.domain.task import (
     DeliveryPath,
     NewTask,
+    StoreOutcome,
     TaskResult,
     TaskStatus,
 )
@@ -477,3 +479,52 @@ def test_within_an_invocation_next_checks_are_written_once_at_its_end() -> None:
     assert (task.last_checked_at or 0) >= SUBMITTED + 50  # the latest "not ready", from memory
     recovered = store.get("3")
     assert recovered is not None and recovered.delivered_via is DeliveryPath.POLL
+
+
+class GatedStore(InMemoryTaskStore):
+    """Each result write waits at a barrier of `parties` writers, and counts who is inside."""
+
+    def __init__(self, parties: int) -> None:
+        super().__init__()
+        self.barrier = threading.Barrier(parties, timeout=5)
+        self.inside = 0
+        self.most_inside = 0
+        self._count_lock = threading.Lock()
+
+    def record_result(self, result: TaskResult) -> StoreOutcome:
+        with self._count_lock:
+            self.inside += 1
+            self.most_inside = max(self.most_inside, self.inside)
+        try:
+            self.barrier.wait()
+            return super().record_result(result)
+        finally:
+            with self._count_lock:
+                self.inside -= 1
+
+
+def test_the_answers_of_one_request_are_written_at_once() -> None:
+    # Given one ids= request answering three tokens, and writes that only finish together
+    store = GatedStore(parties=3)
+    pending(store, "1", "2", "3")
+    provider = FakeProvider(answers={"1": TOKEN, "2": TOKEN, "3": TOKEN})
+
+    # When the poller sweeps (writing one after another would break the barrier)
+    report = poller(store, provider).sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
+
+    # Then all three are recovered by three writes in flight together
+    assert report.recovered == 3 and store.most_inside == 3
+
+
+def test_no_more_writes_are_in_flight_than_the_policy_allows() -> None:
+    # Given six answered tasks and a policy of two writers
+    store = GatedStore(parties=2)
+    pending(store, *[str(n) for n in range(1, 7)])
+    provider = FakeProvider(answers={str(n): TOKEN for n in range(1, 7)})
+    policy = dataclasses.replace(UNIT_POLL_POLICY, ids_per_request=6, store_writers=2)
+
+    # When the poller sweeps
+    report = poller(store, provider, policy).sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
+
+    # Then every task is written, never more than two at a time
+    assert report.recovered == 6 and store.most_inside == 2

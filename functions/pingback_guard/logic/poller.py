@@ -6,6 +6,8 @@ than at the next scheduled minute. Every HTTP request to res.php is budgeted and
 time left before the Lambda deadline. While an invocation holds the lease, a "not ready" moves
 the task's next check in memory and the table is written once when the invocation ends: a task
 whose pingback arrives meanwhile costs no write at all (a due-index move is three write units).
+The answers of one res.php request are written by up to `store_writers` threads at once: each is
+one conditional write, and on a slow table a sweep writing them in a row ran out of time.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, fields, replace
 
 from pingback_guard.data.store import TaskStore
@@ -33,6 +36,15 @@ NO_ANSWER = ProviderAnswer(AnswerKind.RETRYABLE, "NO_ANSWER")
 
 
 @dataclass(frozen=True)
+class FinalWrite:
+    """A task this sweep settles for good: its result, or None when it expires unrecovered."""
+
+    task: DueTask
+    answer: ProviderAnswer
+    result: TaskResult | None
+
+
+@dataclass(frozen=True)
 class PollPolicy:
     retention_seconds: float
     backoff_base_seconds: float
@@ -43,6 +55,8 @@ class PollPolicy:
     sweep_interval_seconds: float = 5.0
     run_seconds: float = 0.0
     batch_probe_seconds: float = 300.0
+    # Below botocore's connection pool (10), so no write waits for a connection.
+    store_writers: int = 8
 
     @property
     def schedule(self) -> CheckSchedule:
@@ -115,6 +129,7 @@ class PollerService:
         self._on_token_stored = on_token_stored
         # Next checks held in memory while this invocation holds the lease; None: write through.
         self._plans: dict[str, DueTask] | None = None
+        self._writers = ThreadPoolExecutor(policy.store_writers, thread_name_prefix="poll-store")
 
     def run(self, remaining_seconds: Callable[[], float]) -> SweepReport:
         """Hold the lease and sweep every few seconds while tasks come due before we stop."""
@@ -187,12 +202,9 @@ class PollerService:
             except ProviderRetryableError:
                 report.retryable_errors += 1
                 answers = {}
-            for task in batch:
-                # A store write can be slow: an unsettled task simply stays due.
-                if self._time_left(remaining_seconds) <= 0:
-                    report.stopped_early = True
-                    return report
-                self._settle(task, answers.get(task.task_id, NO_ANSWER), now, report)
+            if not self._settle(batch, answers, now, remaining_seconds, report):
+                report.stopped_early = True
+                return report
         return report
 
     def _due(self, now: float) -> list[DueTask]:
@@ -270,22 +282,63 @@ class PollerService:
         return task.submitted_at + self._solve_times.likely_ready(task.method)
 
     def _settle(
-        self, task: DueTask, answer: ProviderAnswer, now: float, report: SweepReport
-    ) -> None:
-        try:
+        self,
+        batch: Sequence[DueTask],
+        answers: dict[str, ProviderAnswer],
+        now: float,
+        remaining_seconds: Callable[[], float],
+        report: SweepReport,
+    ) -> bool:
+        """Reschedule the tasks still waiting; write the final ones. False: out of time, the
+        tasks not written stay due."""
+        final: list[FinalWrite] = []
+        for task in batch:
+            answer = answers.get(task.task_id, NO_ANSWER)
             if answer.is_final or self._policy.is_expired(task, now):
                 self._forget_plan(task.task_id)
-            if answer.is_final:
-                self._store_answer(task, answer, now, report)
-            elif self._policy.is_expired(task, now):
-                report.expired += int(self._store.mark_expired(task.task_id, now))
+                final.append(FinalWrite(task, answer, self._result(task, answer, now)))
             else:
-                checked = now if answer.kind is AnswerKind.NOT_READY else task.last_checked_at
-                attempts = task.poll_attempts + 1
-                self._reschedule(task, self._next_check(task, now, attempts), attempts, checked)
-                report.not_ready += int(answer.kind is AnswerKind.NOT_READY)
+                self._check_later(task, answer, now, report)
+        written, in_time = self._write_final(final, now, remaining_seconds)
+        for write, outcome in written:
+            self._count(write, outcome, now, report)
+        return in_time
+
+    def _write_final(
+        self, final: Sequence[FinalWrite], now: float, remaining_seconds: Callable[[], float]
+    ) -> tuple[list[tuple[FinalWrite, Future[StoreOutcome | bool]]], bool]:
+        """Up to store_writers writes at a time, each started only with time left."""
+        written: list[tuple[FinalWrite, Future[StoreOutcome | bool]]] = []
+        in_flight: set[Future[StoreOutcome | bool]] = set()
+        in_time = True
+        for write in final:
+            if len(in_flight) >= self._policy.store_writers:
+                _, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+            if self._time_left(remaining_seconds) <= 0:
+                in_time = False
+                break
+            future = self._writers.submit(self._write, write, now)
+            in_flight.add(future)
+            written.append((write, future))
+        wait(in_flight)
+        return written, in_time
+
+    def _write(self, write: FinalWrite, now: float) -> StoreOutcome | bool:
+        if write.result is None:
+            return self._store.mark_expired(write.task.task_id, now)
+        return store_result(self._store, write.result)
+
+    def _check_later(
+        self, task: DueTask, answer: ProviderAnswer, now: float, report: SweepReport
+    ) -> None:
+        checked = now if answer.kind is AnswerKind.NOT_READY else task.last_checked_at
+        attempts = task.poll_attempts + 1
+        try:
+            self._reschedule(task, self._next_check(task, now, attempts), attempts, checked)
         except StoreError:
             report.store_errors += 1
+            return
+        report.not_ready += int(answer.kind is AnswerKind.NOT_READY)
 
     def _next_check(self, task: DueTask, now: float, attempts: int) -> float:
         expires_at = self._policy.expires_at(task)
@@ -295,29 +348,43 @@ class PollerService:
         likely_at = task.submitted_at + self._solve_times.likely_ready(task.method)
         return min(schedule.next_check(task.submitted_at, now, likely_at), expires_at)
 
-    def _store_answer(
-        self, task: DueTask, answer: ProviderAnswer, now: float, report: SweepReport
-    ) -> None:
+    def _result(self, task: DueTask, answer: ProviderAnswer, now: float) -> TaskResult | None:
+        if not answer.is_final:
+            return None
         finished_after = task.last_checked_at or task.submitted_at
-        result = TaskResult(
+        if answer.kind is AnswerKind.READY:
+            self._solve_times.observe_window(task.method, task.submitted_at, finished_after, now)
+        return TaskResult(
             task.task_id,
             answer.value,
             DeliveryPath.POLL,
             received_at=now,
             finished_after=finished_after,
         )
-        if answer.kind is AnswerKind.READY:
-            self._solve_times.observe_window(task.method, task.submitted_at, finished_after, now)
-        outcome = store_result(self._store, result)
-        if outcome is StoreOutcome.DUPLICATE:
+
+    def _count(
+        self,
+        write: FinalWrite,
+        outcome: Future[StoreOutcome | bool],
+        now: float,
+        report: SweepReport,
+    ) -> None:
+        try:
+            stored = outcome.result()
+        except StoreError:
+            report.store_errors += 1  # the task stays due: it is checked again sooner
+            return
+        if write.result is None:
+            report.expired += int(stored is True)
+        elif stored is StoreOutcome.DUPLICATE:
             report.duplicates += 1
-        elif outcome is StoreOutcome.CONFLICT:
+        elif stored is StoreOutcome.CONFLICT:
             report.conflicts += 1
-        elif answer.kind is AnswerKind.READY:
+        elif write.answer.kind is AnswerKind.READY:
             report.recovered += 1
-            report.recovery_delays.append(now - task.submitted_at)
+            report.recovery_delays.append(now - write.task.submitted_at)
             if self._on_token_stored:
-                self._on_token_stored(result)
+                self._on_token_stored(write.result)
         else:
             report.failed += 1
 
