@@ -93,7 +93,8 @@ class Client:
     def close(self) -> None:
         self._transport.close()
 
-    def submit(self, method: str, sitekey: str, page_url: str, **extras: Any) -> str:
+    # `self` is positional-only where **extras takes any name, so AsyncClient can delegate (aio).
+    def submit(self, /, method: str, sitekey: str, page_url: str, **extras: Any) -> str:
         """Submit a CAPTCHA through the stack (in.php with a per-task pingback); its task id."""
         body = {"method": method, "sitekey": sitekey, "page_url": page_url, "extras": extras}
         answer = self._call("POST", "/tasks", body, resend_unanswered=False)
@@ -140,6 +141,7 @@ class Client:
 
     def register(
         self,
+        /,
         task_id: str,
         pingback_url: str | PingbackUrl,
         method: str,
