@@ -15,8 +15,9 @@ from typing import Any, Concatenate
 
 from botocore.credentials import Credentials
 
-from pingback_guard_client.client import Client, RetryPolicy, Waiting
+from pingback_guard_client.client import Client, RetryPolicy
 from pingback_guard_client.models import Solution
+from pingback_guard_client.waiting import Waiting
 
 
 def _in_thread[**P, R](
