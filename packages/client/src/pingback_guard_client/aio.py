@@ -7,14 +7,29 @@ and wait() sleeps on the event loop between polls, so a thousand waiting tasks h
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
+from collections.abc import Callable, Coroutine
 from types import TracebackType
-from typing import Any
+from typing import Any, Concatenate
 
 from botocore.credentials import Credentials
 
-from pingback_guard_client.client import Client, RetryPolicy, Waiting
-from pingback_guard_client.models import PingbackUrl, Solution, TaskView
+from pingback_guard_client.client import Client, RetryPolicy
+from pingback_guard_client.models import Solution
+from pingback_guard_client.waiting import Waiting
+
+
+def _in_thread[**P, R](
+    method: Callable[Concatenate[Client, P], R],
+) -> Callable[Concatenate[AsyncClient, P], Coroutine[Any, Any, R]]:
+    """The Client method as an AsyncClient method, its HTTP exchange run in a worker thread."""
+
+    async def in_thread(self: AsyncClient, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await asyncio.to_thread(method, self._client, *args, **kwargs)
+
+    functools.update_wrapper(in_thread, method)
+    return in_thread
 
 
 class AsyncClient:
@@ -55,14 +70,12 @@ class AsyncClient:
     ) -> None:
         await self.close()
 
-    async def close(self) -> None:
-        await asyncio.to_thread(self._client.close)
-
-    async def submit(self, method: str, sitekey: str, page_url: str, **extras: Any) -> str:
-        return await asyncio.to_thread(self._client.submit, method, sitekey, page_url, **extras)
-
-    async def task(self, task_id: str) -> TaskView:
-        return await asyncio.to_thread(self._client.task, task_id)
+    close = _in_thread(Client.close)
+    submit = _in_thread(Client.submit)
+    task = _in_thread(Client.task)
+    report = _in_thread(Client.report)
+    pingback_url = _in_thread(Client.pingback_url)
+    register = _in_thread(Client.register)
 
     async def wait(self, task_id: str, timeout: float = 120.0) -> Solution:
         waiting = Waiting(
@@ -76,22 +89,3 @@ class AsyncClient:
         self, method: str, sitekey: str, page_url: str, timeout: float = 180.0, **extras: Any
     ) -> Solution:
         return await self.wait(await self.submit(method, sitekey, page_url, **extras), timeout)
-
-    async def report(self, task_id: str, correct: bool) -> str:
-        return await asyncio.to_thread(self._client.report, task_id, correct)
-
-    async def pingback_url(self) -> PingbackUrl:
-        return await asyncio.to_thread(self._client.pingback_url)
-
-    async def register(
-        self,
-        task_id: str,
-        pingback_url: str | PingbackUrl,
-        method: str,
-        sitekey: str,
-        page_url: str,
-        **extras: Any,
-    ) -> str:
-        return await asyncio.to_thread(
-            self._client.register, task_id, pingback_url, method, sitekey, page_url, **extras
-        )

@@ -20,11 +20,8 @@ from pingback_guard_client.errors import (
     PingbackGuardError,
     ServiceUnavailable,
     TaskNotFound,
-    TokenUnusable,
-    Unsolvable,
-    WaitTimeout,
 )
-from pingback_guard_client.models import SOLVED, PingbackUrl, Solution, TaskView
+from pingback_guard_client.models import PingbackUrl, Solution, TaskView
 from pingback_guard_client.signing import NoCredentials, signed_session
 from pingback_guard_client.transport import (
     HttpAnswer,
@@ -32,6 +29,7 @@ from pingback_guard_client.transport import (
     Transport,
     TransportFailure,
 )
+from pingback_guard_client.waiting import Waiting
 
 _RETRIED_STATUSES = frozenset({429, 503})
 _EXECUTE_API_HOST = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com")
@@ -93,7 +91,8 @@ class Client:
     def close(self) -> None:
         self._transport.close()
 
-    def submit(self, method: str, sitekey: str, page_url: str, **extras: Any) -> str:
+    # `self` is positional-only where **extras takes any name, so AsyncClient can delegate (aio).
+    def submit(self, /, method: str, sitekey: str, page_url: str, **extras: Any) -> str:
         """Submit a CAPTCHA through the stack (in.php with a per-task pingback); its task id."""
         body = {"method": method, "sitekey": sitekey, "page_url": page_url, "extras": extras}
         answer = self._call("POST", "/tasks", body, resend_unanswered=False)
@@ -140,6 +139,7 @@ class Client:
 
     def register(
         self,
+        /,
         task_id: str,
         pingback_url: str | PingbackUrl,
         method: str,
@@ -186,56 +186,6 @@ class Client:
         if answer.status in ok and isinstance(answer.body, dict):
             return answer.body
         raise _error_of(answer)
-
-
-class Waiting:
-    """One wait() for a task, sync or async alike: what each look at the task means, and how
-    long to pause before the next, against a deadline on ``clock``; ``now`` dates a token."""
-
-    def __init__(
-        self,
-        task_id: str,
-        timeout: float,
-        poll_interval: float,
-        clock: Callable[[], float],
-        *,
-        now: Callable[[], float],
-    ) -> None:
-        self._task_id = task_id
-        self._timeout = timeout
-        self._poll_interval = poll_interval
-        self._clock = clock
-        self._now = now
-        self._deadline = clock() + timeout
-
-    def look(self, task: Callable[[str], TaskView]) -> Solution | None:
-        """The solution once the task is final, None while it is not; an outage of the stack
-        is waited out until the deadline (then ServiceUnavailable)."""
-        try:
-            return settled(task(self._task_id), self._now())
-        except ServiceUnavailable:
-            if self._clock() >= self._deadline:
-                raise
-            return None
-
-    def pause(self) -> float:
-        """Seconds until the next look; WaitTimeout once the deadline has passed."""
-        remaining = self._deadline - self._clock()
-        if remaining <= 0:
-            raise WaitTimeout(self._task_id, self._timeout)
-        return min(self._poll_interval, remaining)
-
-
-def settled(view: TaskView, now: float) -> Solution | None:
-    """A final task's solution, None while PENDING; raises for a task without a usable token."""
-    if not view.is_final:
-        return None
-    if view.status != SOLVED or view.solution is None:
-        raise Unsolvable(view.task_id, view.status, view.error)
-    solution = Solution.from_view(view)
-    if view.usable is False or not solution.usable_at(now):
-        raise TokenUnusable(view.task_id, view.usable_until)
-    return solution
 
 
 def _error_of(answer: HttpAnswer) -> PingbackGuardError:
