@@ -18,7 +18,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from infra.local.aws import ACCOUNT_ID
@@ -26,6 +26,7 @@ from infra.local.event_patterns import matches
 from infra.local.event_sources import LAMBDA_ASYNC_RETRIES, RuleSpec
 from infra.local.gateway import Invoker
 from infra.local.pool import PoolClosed
+from infra.local.stats import SharedStats
 from infra.local.threads import BackgroundThreads
 
 logger = logging.getLogger(__name__)
@@ -55,28 +56,12 @@ class _Delivery:
 
 
 @dataclass
-class BusStats:
+class BusStats(SharedStats):
     put: int = 0
     deliveries: int = 0
     invocations: int = 0
     retried: int = 0
     dropped: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def add(self, **counts: int) -> None:
-        with self._lock:
-            for name, count in counts.items():
-                setattr(self, name, getattr(self, name) + count)
-
-    def to_json(self) -> dict[str, int]:
-        with self._lock:
-            return {
-                "put": self.put,
-                "deliveries": self.deliveries,
-                "invocations": self.invocations,
-                "retried": self.retried,
-                "dropped": self.dropped,
-            }
 
 
 class LocalEventBus:

@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -26,6 +26,7 @@ from infra.local.faults import FaultRule
 from infra.local.functions import FunctionSpec
 from infra.local.processes import PROJECT_ROOT, stop_process
 from infra.local.protocol import Channel, ChannelClosed
+from infra.local.stats import SharedStats
 
 INIT_TIMEOUT_SECONDS = 60.0
 _SLOT_WAIT_SECONDS = 0.5
@@ -266,30 +267,20 @@ class _Slot:
 
 
 @dataclass
-class PoolStats:
+class PoolStats(SharedStats):
     invocations: int = 0
     errors: int = 0
     cold_starts: int = 0
     discarded_workers: int = 0
     init_error: dict[str, Any] | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def count(self, invocation: Invocation, discarded: bool) -> None:
-        with self._lock:
-            self.invocations += 1
-            self.errors += 0 if invocation.ok else 1
-            self.cold_starts += 1 if invocation.cold_start else 0
-            self.discarded_workers += 1 if discarded else 0
-
-    def to_json(self) -> dict[str, Any]:
-        with self._lock:
-            return {
-                "invocations": self.invocations,
-                "errors": self.errors,
-                "cold_starts": self.cold_starts,
-                "discarded_workers": self.discarded_workers,
-                "init_error": self.init_error,
-            }
+        self.add(
+            invocations=1,
+            errors=0 if invocation.ok else 1,
+            cold_starts=1 if invocation.cold_start else 0,
+            discarded_workers=1 if discarded else 0,
+        )
 
 
 class FunctionPool:

@@ -9,9 +9,8 @@ to the dead-letter queue once received maxReceiveCount times.
 
 import base64
 import logging
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -19,6 +18,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from infra.local.gateway import Invoker
 from infra.local.pool import Invocation, PoolClosed
 from infra.local.sources import QueueSource
+from infra.local.stats import SharedStats
 from infra.local.threads import BackgroundThreads
 
 logger = logging.getLogger(__name__)
@@ -101,21 +101,10 @@ class MessageObserver(Protocol):
 
 
 @dataclass
-class PollerStats:
+class PollerStats(SharedStats):
     batches: int = 0
     messages: int = 0
     deleted: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def count(self, received: int, deleted: int) -> None:
-        with self._lock:
-            self.batches += 1
-            self.messages += received
-            self.deleted += deleted
-
-    def to_json(self) -> dict[str, int]:
-        with self._lock:
-            return {"batches": self.batches, "messages": self.messages, "deleted": self.deleted}
 
 
 class QueuePoller:
@@ -196,4 +185,4 @@ class QueuePoller:
             sqs.delete_message_batch(QueueUrl=self.source.queue_url, Entries=entries)
             if self._observer is not None:
                 self._observer.deleted(self.source.queue_url, handled)
-        self.stats.count(len(messages), len(entries))
+        self.stats.add(batches=1, messages=len(messages), deleted=len(entries))

@@ -15,10 +15,9 @@ import datetime
 import json
 import logging
 import random
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -27,6 +26,7 @@ from infra.local.event_bus import BusEntry
 from infra.local.event_patterns import matches
 from infra.local.event_sources import PipeSpec
 from infra.local.input_template import TemplateOutputError, render_detail
+from infra.local.stats import SharedStats
 from infra.local.threads import BackgroundThreads
 
 logger = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ class _ExecutionFailed(RuntimeError):
 
 
 @dataclass
-class PipeStats:
+class PipeStats(SharedStats):
     records: int = 0
     matched: int = 0
     published: int = 0
@@ -50,28 +50,10 @@ class PipeStats:
     failed_executions: int = 0
     dead_lettered_batches: int = 0
     caught_up: bool = False
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def add(self, **counts: int) -> None:
-        with self._lock:
-            for name, count in counts.items():
-                setattr(self, name, getattr(self, name) + count)
 
     def mark_caught_up(self, caught_up: bool) -> None:
         with self._lock:
             self.caught_up = caught_up
-
-    def to_json(self) -> dict[str, Any]:
-        with self._lock:
-            return {
-                "records": self.records,
-                "matched": self.matched,
-                "published": self.published,
-                "duplicates_injected": self.duplicates_injected,
-                "failed_executions": self.failed_executions,
-                "dead_lettered_batches": self.dead_lettered_batches,
-                "caught_up": self.caught_up,
-            }
 
 
 def stream_record(raw: Mapping[str, Any], stream_arn: str) -> dict[str, Any]:

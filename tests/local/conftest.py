@@ -11,13 +11,8 @@ import pytest
 from infra.local import LocalOptions, LocalStack
 from infra.project_template import TEMPLATE_PATH
 from infra.simulator import Simulator, SimulatorConfig
-from tests.local.support import (
-    FIXTURE_TEMPLATE,
-    LEAK_SENTINEL,
-    PROVIDER_API_KEY,
-    child_pids,
-    wait_until,
-)
+from tests.local.support import FIXTURE_TEMPLATE, LEAK_SENTINEL, PROVIDER_API_KEY, child_pids
+from tests.waiting import wait_until
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,7 @@
 """Helpers of the local runtime's tests."""
 
 import os
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 FIXTURE_TEMPLATE = Path(__file__).parent / "fixtures" / "template.yaml"
 PROVIDER_API_KEY = "fixture-provider-key-5b2f"
@@ -14,17 +11,6 @@ QUICK_SOLVES = {
     "solve_time": {"kind": "uniform", "min_seconds": 1, "max_seconds": 2},
     "unsolvable_rate": 0,
 }
-
-
-def wait_until(predicate: Callable[[], Any], timeout: float, interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(interval)
 
 
 def child_pids() -> set[int]:

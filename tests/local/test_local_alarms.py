@@ -12,7 +12,7 @@ import requests
 
 from infra.chaos.alarm_check import subscribe_queue_to_alarms
 from infra.local import LocalOptions, LocalStack
-from tests.local.support import wait_until
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(400)]
 

@@ -10,7 +10,8 @@ import pytest
 import requests
 
 from infra.local.processes import read_first_line
-from tests.local.support import FIXTURE_TEMPLATE, alive, descendant_pids, wait_until
+from tests.local.support import FIXTURE_TEMPLATE, alive, descendant_pids
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(180)]
 

@@ -14,7 +14,7 @@ from infra.local import LocalOptions, LocalStack
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.task import DeliveryPath, TaskResult
 from pingback_guard.settings import TableSettings
-from tests.local.support import wait_until
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(240)]
 

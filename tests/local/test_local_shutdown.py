@@ -10,7 +10,8 @@ import pytest
 import requests
 
 from infra.local import LocalOptions, LocalStack
-from tests.local.support import FIXTURE_TEMPLATE, PROVIDER_API_KEY, child_pids, wait_until
+from tests.local.support import FIXTURE_TEMPLATE, PROVIDER_API_KEY, child_pids
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.local_stack
 

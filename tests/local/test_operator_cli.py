@@ -20,7 +20,7 @@ from infra.local import FaultRule, LocalOptions, LocalStack
 from infra.local.aws import FAKE_CREDENTIALS
 from pingback_guard_cli.errors import ExitCode
 from pingback_guard_cli.main import run
-from tests.local.support import wait_until
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(300)]
 

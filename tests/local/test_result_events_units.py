@@ -22,9 +22,9 @@ from infra.local.local_resources import EventBus, EventRule, LocalResourceContex
 from infra.local.moto_process import MotoServer
 from infra.local.pool import Invocation
 from infra.local.stream_pipe import StreamPipe
-from tests.local.support import wait_until
 from tests.result_events import OWNER, rendered_detail
 from tests.support import template
+from tests.waiting import wait_until
 
 TOKEN = "03AFcWeA-token_" + "x" * 40
 

@@ -14,7 +14,8 @@ import requests
 
 from infra.local import FaultRule, LocalStack
 from infra.simulator import Simulator
-from tests.local.support import QUICK_SOLVES, wait_until
+from tests.local.support import QUICK_SOLVES
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(300)]
 

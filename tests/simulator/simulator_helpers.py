@@ -5,18 +5,18 @@ Every server here binds 127.0.0.1 on a free port.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import pytest
 import requests
 
 from infra.simulator import Simulator
+from tests import waiting
 
 # 100 nominal seconds of solving become 0.1 s; results stay retrievable for 10 s.
 FAST_CONFIG: dict[str, Any] = {
@@ -27,17 +27,8 @@ FAST_CONFIG: dict[str, Any] = {
     "result_retention_seconds": 10_000,
 }
 SITEKEY = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-"
-
-
-def wait_until(condition: Callable[[], Any], timeout: float = 5.0, interval: float = 0.01) -> Any:
-    """Polls `condition` until it returns something truthy; fails the test after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    pytest.fail(f"condition not met within {timeout} s")
+# At FAST_CONFIG's time scale the simulator answers within milliseconds: look often.
+wait_until = functools.partial(waiting.wait_until, timeout=5.0, interval=0.01)
 
 
 def local_session() -> requests.Session:
@@ -86,7 +77,7 @@ class SimulatorClient:
             answer = self.res_json(action="get", id=task_id)
             return None if answer["request"] == "CAPCHA_NOT_READY" else answer
 
-        result: dict[str, Any] = wait_until(finished, timeout)
+        result: dict[str, Any] = wait_until(finished, timeout=timeout)
         return result
 
     def truth(self, task_id: str) -> dict[str, Any]:
@@ -124,7 +115,7 @@ class PingbackReceiver:
             with self._lock:
                 return list(self.received) if len(self.received) >= count else None
 
-        received: list[ReceivedPingback] = wait_until(enough, timeout)
+        received: list[ReceivedPingback] = wait_until(enough, timeout=timeout)
         return received
 
     def stop(self) -> None:
