@@ -20,11 +20,11 @@ from pingback_guard.domain.errors import (
     ProviderRejectedError,
     StoreError,
 )
-from pingback_guard.domain.task import ReportClaim, ReportVerdict, normalise_task_id
+from pingback_guard.domain.task import ReportClaim, ReportVerdict
 from pingback_guard.handlers.principal import caller_principal
-from pingback_guard.handlers.responses import json_response
+from pingback_guard.handlers.responses import json_response, path_task_id
 from pingback_guard.logic.report import InvalidReportError, ReportService, parse_report
-from pingback_guard.observability import logger, metrics, tracer
+from pingback_guard.observability import instrumented, logger, metrics
 from pingback_guard.provider.configured_client import captchaai_client
 from pingback_guard.settings import ReportSettings
 
@@ -48,9 +48,7 @@ class _BadRequest(Exception):
     pass
 
 
-@logger.inject_lambda_context(log_event=False, clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)
-@metrics.log_metrics(capture_cold_start_metric=True)
+@instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = APIGatewayProxyEventV2(event)
     principal = caller_principal(request)
@@ -73,7 +71,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
 def _parse(request: APIGatewayProxyEventV2) -> tuple[str, ReportVerdict]:
     try:
-        task_id = normalise_task_id((request.path_parameters or {}).get("task_id", ""))
+        task_id = path_task_id(request)
     except ValueError as error:
         raise _BadRequest(str(error)) from None
     try:
