@@ -11,12 +11,11 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
     APIGatewayProxyEventV2,
 )
-from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import StoreError
-from pingback_guard.handlers.principal import caller_principal
+from pingback_guard.handlers.principal import own_task_route
 from pingback_guard.handlers.responses import json_response, path_task_id
 from pingback_guard.logic.get_task import Lookup, ReadThroughOutcome, ReadThroughPolicy, TaskQuery
 from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
@@ -41,11 +40,8 @@ query = TaskQuery(
 
 
 @instrumented
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    request = APIGatewayProxyEventV2(event)
-    principal = caller_principal(request)
-    if principal is None:
-        return json_response(403, {"error": "forbidden"})
+@own_task_route
+def handler(request: APIGatewayProxyEventV2, principal: str) -> dict[str, Any]:
     try:
         task_id = path_task_id(request)
     except ValueError as error:
