@@ -25,8 +25,8 @@ from pingback_guard.domain.task import (
     CaptchaRequest,
     DueTask,
     NewTask,
+    ReportAttempt,
     ReportClaim,
-    ReportVerdict,
     StoreOutcome,
     SubmissionOutcome,
     Task,
@@ -217,16 +217,9 @@ class InMemoryTaskStore:
         self.tasks[task_id] = replace(task, **changes)
         return True
 
-    def claim_report(
-        self,
-        task_id: str,
-        verdict: ReportVerdict,
-        now: float,
-        window_start: float,
-        lease_seconds: float,
-        owner: str | None = None,
-    ) -> ReportClaim:
+    def claim_report(self, attempt: ReportAttempt) -> ReportClaim:
         with self._guarded():
+            task_id, owner, now = attempt.task_id, attempt.owner, attempt.now
             task = self.tasks.get(task_id)
             if task is None or (owner is not None and not may_access(task, owner)):
                 return ReportClaim.UNKNOWN_TASK
@@ -236,10 +229,10 @@ class InMemoryTaskStore:
             if task.reported is not None and (lease is None or lease >= now):
                 return ReportClaim.ALREADY_REPORTED
             earliest = task.finished_at_earliest
-            if earliest is None or earliest < window_start:
+            if earliest is None or earliest < attempt.window_start:
                 return ReportClaim.WINDOW_CLOSED
-            self.tasks[task_id] = replace(task, reported=verdict, reported_at=now)
-            self.report_leases[task_id] = now + lease_seconds
+            self.tasks[task_id] = replace(task, reported=attempt.verdict, reported_at=now)
+            self.report_leases[task_id] = attempt.lease_until
             return ReportClaim.CLAIMED
 
     def confirm_report(self, task_id: str, claimed_at: float) -> bool:

@@ -1,5 +1,8 @@
 """The one Logger, Tracer and Metrics every function shares (configured by POWERTOOLS_* env)."""
 
+from collections.abc import Callable
+from typing import Any
+
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
@@ -12,6 +15,17 @@ logger = Logger()
 # whitelisted request fields: table and index names, never item values).
 tracer = Tracer(patch_modules=("botocore",))
 metrics = Metrics()
+
+
+def instrumented(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """A function's handler inside the invocation's log context, trace and metrics flush."""
+    return logger.inject_lambda_context(
+        tracer.capture_lambda_handler(
+            metrics.log_metrics(handler, capture_cold_start_metric=True), capture_response=False
+        ),
+        log_event=False,
+        clear_state=True,
+    )
 
 
 def emit_delivery(delivery: Delivery) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -40,7 +41,8 @@ def submit_overdue(handlers: Handlers, provider: FakeProvider) -> None:
     """A PENDING task submitted a minute ago: its likely-ready first poll time has passed."""
     submit = handlers.load("submit")
     handlers.monkeypatch.setattr(submit.service, "_provider", provider)
-    handlers.monkeypatch.setattr(submit.service, "_clock", lambda: time.time() - 60)
+    a_minute_ago = replace(submit.service.pending, clock=lambda: time.time() - 60)
+    handlers.monkeypatch.setattr(submit.service, "pending", a_minute_ago)
     answer = submit.handler(event("submit_task.json"), FakeLambdaContext())
     assert json.loads(answer["body"])["task_id"] == TASK
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -182,7 +183,8 @@ class TestPoller:
         submit = handlers.load("submit")
         fake = FakeProvider(answers={"70000000001": TOKEN})
         handlers.monkeypatch.setattr(submit.service, "_provider", fake)
-        handlers.monkeypatch.setattr(submit.service, "_callback_timeout", 0)
+        due_at_once = replace(submit.service.pending, callback_timeout_seconds=0)
+        handlers.monkeypatch.setattr(submit.service, "pending", due_at_once)
         for _ in range(2):
             submit.handler(event("submit_task.json"), FakeLambdaContext())
         handlers.monkeypatch.setenv("POLLER_RUN_SECONDS", "0")  # one sweep, not a minute of them

@@ -14,6 +14,7 @@ from pingback_guard.domain.task import (
     CaptchaRequest,
     DeliveryPath,
     NewTask,
+    ReportAttempt,
     ReportClaim,
     ReportVerdict,
     StoreOutcome,
@@ -47,6 +48,13 @@ def submit(
 ) -> SubmissionOutcome:
     return store.record_submission(
         NewTask(task_id, REQUEST, at, first_poll, nonce=nonce_for(task_id), owner=OWNER)
+    )
+
+
+def report(task_id: str, verdict: ReportVerdict, at: float, window_start: float) -> ReportAttempt:
+    """Any principal's report (no owner), with a one-minute lease."""
+    return ReportAttempt(
+        task_id, verdict, owner=None, now=at, window_start=window_start, lease_seconds=60
     )
 
 
@@ -469,14 +477,10 @@ def test_not_ready_moves_last_checked_forward_only_while_pending(store: TaskStor
 def test_report_is_claimed_once_and_confirmed(store: TaskStore) -> None:
     submit(store, "130")
     store.record_result(solved("130", at=1030.0))
-    claim = store.claim_report(
-        "130", ReportVerdict.BAD, 1100.0, window_start=200.0, lease_seconds=60
-    )
+    claim = store.claim_report(report("130", ReportVerdict.BAD, 1100.0, 200.0))
     assert claim is ReportClaim.CLAIMED
     assert store.confirm_report("130", claimed_at=1100.0) is True
-    again = store.claim_report(
-        "130", ReportVerdict.GOOD, 9000.0, window_start=200.0, lease_seconds=60
-    )
+    again = store.claim_report(report("130", ReportVerdict.GOOD, 9000.0, 200.0))
     assert again is ReportClaim.ALREADY_REPORTED
     task = store.get("130")
     assert task is not None and (task.reported, task.reported_at) == (ReportVerdict.BAD, 1100.0)
@@ -485,17 +489,17 @@ def test_report_is_claimed_once_and_confirmed(store: TaskStore) -> None:
 def test_report_refusals_say_why(store: TaskStore) -> None:
     submit(store, "131")
     assert (
-        store.claim_report("131", ReportVerdict.BAD, 1100.0, window_start=200.0, lease_seconds=60)
+        store.claim_report(report("131", ReportVerdict.BAD, 1100.0, 200.0))
         is ReportClaim.NOT_SOLVED
     )
     assert (
-        store.claim_report("132", ReportVerdict.BAD, 1100.0, window_start=200.0, lease_seconds=60)
+        store.claim_report(report("132", ReportVerdict.BAD, 1100.0, 200.0))
         is ReportClaim.UNKNOWN_TASK
     )
     assert store.get("132") is None
     store.record_result(solved("131", at=1030.0))
     assert (
-        store.claim_report("131", ReportVerdict.BAD, 2000.0, window_start=1031.0, lease_seconds=60)
+        store.claim_report(report("131", ReportVerdict.BAD, 2000.0, 1031.0))
         is ReportClaim.WINDOW_CLOSED
     )
     task = store.get("131")
@@ -505,18 +509,14 @@ def test_report_refusals_say_why(store: TaskStore) -> None:
 def test_a_released_or_lapsed_claim_can_be_claimed_again(store: TaskStore) -> None:
     submit(store, "133")
     store.record_result(solved("133", at=1030.0))
-    store.claim_report("133", ReportVerdict.BAD, 1100.0, window_start=200.0, lease_seconds=60)
+    store.claim_report(report("133", ReportVerdict.BAD, 1100.0, 200.0))
     assert store.release_report("133", claimed_at=1100.0) is True
     task = store.get("133")
     assert task is not None and task.reported is None
-    store.claim_report("133", ReportVerdict.GOOD, 1110.0, window_start=200.0, lease_seconds=60)
-    held = store.claim_report(
-        "133", ReportVerdict.BAD, 1169.0, window_start=200.0, lease_seconds=60
-    )
+    store.claim_report(report("133", ReportVerdict.GOOD, 1110.0, 200.0))
+    held = store.claim_report(report("133", ReportVerdict.BAD, 1169.0, 200.0))
     assert held is ReportClaim.ALREADY_REPORTED
-    lapsed = store.claim_report(
-        "133", ReportVerdict.BAD, 1171.0, window_start=200.0, lease_seconds=60
-    )
+    lapsed = store.claim_report(report("133", ReportVerdict.BAD, 1171.0, 200.0))
     assert lapsed is ReportClaim.CLAIMED
     assert store.confirm_report("133", claimed_at=1110.0) is False  # the lapsed claim is not ours
     assert store.release_report("133", claimed_at=1110.0) is False

@@ -12,6 +12,7 @@ from pingback_guard.domain.task import CaptchaRequest, DeliveryPath, TaskResult,
 from pingback_guard.logic.submit import (
     InvalidSubmissionError,
     IssuedPingback,
+    PendingTasks,
     SubmitService,
     issue_pingback,
     parse_submission,
@@ -81,8 +82,7 @@ def service(
         store,
         provider or FakeProvider(),
         dlq or FakeDeadLetterQueue(),
-        120,
-        clock=lambda: 1000.0,
+        PendingTasks(120, clock=lambda: 1000.0),
         sleep=lambda _: None,
     )
 
@@ -102,7 +102,7 @@ def test_store_hiccups_are_retried() -> None:
     store, sleeps = InMemoryTaskStore(), list[float]()
     store.fail_next.extend([unavailable(), unavailable()])
     submitter = SubmitService(
-        store, FakeProvider(), FakeDeadLetterQueue(), 120, sleep=sleeps.append
+        store, FakeProvider(), FakeDeadLetterQueue(), PendingTasks(120), sleep=sleeps.append
     )
     task = submitter.submit(parse_submission(VALID), PINGBACK)
     assert store.get(task.task_id) is not None and len(sleeps) == 2
@@ -162,7 +162,7 @@ def test_a_pre_seeded_result_is_discarded_and_reported_at_submit() -> None:
         store,
         provider,
         FakeDeadLetterQueue(),
-        120,
+        PendingTasks(120),
         on_provisional_discarded=lambda task: discarded.append(task.task_id),
     )
     task = submitter.submit(parse_submission(VALID), PINGBACK, OWNER)

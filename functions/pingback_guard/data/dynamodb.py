@@ -23,6 +23,7 @@ from pingback_guard.domain.task import (
     DeliveryPath,
     DueTask,
     NewTask,
+    ReportAttempt,
     ReportClaim,
     ReportVerdict,
     StoreOutcome,
@@ -410,20 +411,13 @@ class DynamoDbTaskStore:
             return False
         return True
 
-    def claim_report(
-        self,
-        task_id: str,
-        verdict: ReportVerdict,
-        now: float,
-        window_start: float,
-        lease_seconds: float,
-        owner: str | None = None,
-    ) -> ReportClaim:
+    def claim_report(self, attempt: ReportAttempt) -> ReportClaim:
         """One conditional write decides; a refusal is judged from the old item, no read."""
+        owner = attempt.owner
         ownership = "" if owner is None else f" AND {OWNED_BY_CALLER}"
         try:
             self._update(
-                task_id,
+                attempt.task_id,
                 "SET reported = :verdict, reported_at = :now, report_lease_until = :lease",
                 condition="attribute_exists(solution)"
                 " AND (attribute_not_exists(reported) OR report_lease_until < :now)"
@@ -432,15 +426,15 @@ class DynamoDbTaskStore:
                 f"{ownership}",
                 names={"#owner": "owner"} if owner is not None else {},
                 values=_values(
-                    verdict=verdict.value,
-                    now=now,
-                    lease=now + lease_seconds,
-                    window_start=window_start,
+                    verdict=attempt.verdict.value,
+                    now=attempt.now,
+                    lease=attempt.lease_until,
+                    window_start=attempt.window_start,
                     **({} if owner is None else {"owner": owner}),
                 ),
             )
         except ConditionRefused as refused:
-            return _refused_report(refused.old_item, now, owner)
+            return _refused_report(refused.old_item, attempt.now, owner)
         return ReportClaim.CLAIMED
 
     def confirm_report(self, task_id: str, claimed_at: float) -> bool:

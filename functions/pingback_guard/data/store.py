@@ -8,8 +8,8 @@ from pingback_guard.domain.lease import PollerLease
 from pingback_guard.domain.task import (
     DueTask,
     NewTask,
+    ReportAttempt,
     ReportClaim,
-    ReportVerdict,
     StoreOutcome,
     SubmissionOutcome,
     Task,
@@ -64,15 +64,7 @@ class TaskStore(Protocol):
         """A "not ready" answer at ``checked_at`` (last_checked_at never moves back); False when
         the task was no longer PENDING."""
 
-    def claim_report(
-        self,
-        task_id: str,
-        verdict: ReportVerdict,
-        now: float,
-        window_start: float,
-        lease_seconds: float,
-        owner: str | None = None,
-    ) -> ReportClaim:
+    def claim_report(self, attempt: ReportAttempt) -> ReportClaim:
         """The one report of a solved task finished at or after ``window_start``. The claim is a
         lease until confirmed, so a report the provider never got can be tried again. With an
         ``owner``, only that principal's task (or one recorded before owners) counts: any other

@@ -107,6 +107,23 @@ class ReportClaim(StrEnum):
 
 
 @dataclass(frozen=True)
+class ReportAttempt:
+    """A report to claim at ``now`` for a task finished at or after ``window_start``, held as a
+    lease of ``lease_seconds`` until confirmed. With an ``owner``, only that principal's task."""
+
+    task_id: str
+    verdict: ReportVerdict
+    owner: str | None
+    now: float
+    window_start: float
+    lease_seconds: float
+
+    @property
+    def lease_until(self) -> float:
+        return self.now + self.lease_seconds
+
+
+@dataclass(frozen=True)
 class TokenLifetimes:
     """How long a token is usable after the provider finished it, per CAPTCHA kind (seconds)."""
 

@@ -24,7 +24,7 @@ from pingback_guard.logic.callback import CallbackOutcome, CallbackService
 from pingback_guard.logic.pingback_request import CallbackRequest, parse_callback
 from pingback_guard.logic.pingback_secrets import CallbackAuthenticator
 from pingback_guard.logic.results import unread_delivery
-from pingback_guard.observability import emit_delivery, logger, metrics, tracer
+from pingback_guard.observability import emit_delivery, instrumented, logger, metrics
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
 from pingback_guard.settings import CallbackSettings
 
@@ -51,9 +51,7 @@ class _Refused(Exception):
         self.reason = reason
 
 
-@logger.inject_lambda_context(log_event=False, clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)
-@metrics.log_metrics(capture_cold_start_metric=True)
+@instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # The raw event, not Powertools' APIGatewayProxyEventV2: importing that imports every event
     # class Powertools has, about a tenth of this function's cold start.

@@ -15,7 +15,7 @@ from pingback_guard.domain.task import TaskResult
 from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService, PollPolicy, SweepReport
 from pingback_guard.logic.results import unread_delivery
-from pingback_guard.observability import emit_delivery, logger, metrics, tracer
+from pingback_guard.observability import emit_delivery, instrumented, logger, metrics, tracer
 from pingback_guard.provider.configured_client import captchaai_client
 from pingback_guard.provider.traced import TracedProvider
 from pingback_guard.settings import PollerSettings, clamped_poller_settings
@@ -67,9 +67,7 @@ METRIC_BY_COUNT = {
 }
 
 
-@logger.inject_lambda_context(log_event=False, clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)
-@metrics.log_metrics(capture_cold_start_metric=True)
+@instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # One per invocation, whatever happens next: the "poller not running" alarm counts these.
     metrics.add_metric(name="PollerInvocations", unit=MetricUnit.Count, value=1)

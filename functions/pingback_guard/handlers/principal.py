@@ -7,14 +7,17 @@ without it; a missing one is refused (403) rather than trusted.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
     APIGatewayProxyEventV2,
 )
+from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard.domain.task import is_clean_text
+from pingback_guard.handlers.responses import json_response
 
 MAX_PRINCIPAL_ARN_LENGTH = 2048
 
@@ -27,6 +30,22 @@ def caller_principal(event: APIGatewayProxyEventV2 | Mapping[str, Any]) -> str |
         return None
     text = str(arn)
     return text if len(text) <= MAX_PRINCIPAL_ARN_LENGTH else None
+
+
+def own_task_route(
+    route: Callable[[APIGatewayProxyEventV2, str], dict[str, Any]],
+) -> Callable[[dict[str, Any], LambdaContext], dict[str, Any]]:
+    """A route on a worker's own tasks, given the request and its caller; 403 without one."""
+
+    @functools.wraps(route)
+    def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        request = APIGatewayProxyEventV2(event)
+        principal = caller_principal(request)
+        if principal is None:
+            return json_response(403, {"error": "forbidden"})
+        return route(request, principal)
+
+    return handler
 
 
 def _path(document: object, *keys: str) -> object:

@@ -16,6 +16,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import SecretUnavailableError, StoreError
+from pingback_guard.handlers.pingbacks import PingbackIssuer
 from pingback_guard.handlers.principal import caller_principal
 from pingback_guard.handlers.responses import InvalidBodyError, json_body, json_response
 from pingback_guard.logic.pingback_secrets import CallbackAuthenticator
@@ -25,8 +26,12 @@ from pingback_guard.logic.register import (
     RegistrationOutcome,
     parse_registration,
 )
-from pingback_guard.logic.submit import issue_pingback
-from pingback_guard.observability import count_provisional_discarded, logger, metrics, tracer
+from pingback_guard.observability import (
+    count_provisional_discarded,
+    instrumented,
+    logger,
+    metrics,
+)
 from pingback_guard.settings import RegisterSettings
 
 ISSUE_ROUTE = "POST /pingback-urls"
@@ -37,21 +42,16 @@ STATUS_OF_OUTCOME = {
 }
 
 settings = RegisterSettings.from_env(os.environ)
-read_callback_secrets = aws_clients.callback_secrets_reader(settings.pingbacks.callback_secret)
-authenticator = CallbackAuthenticator(read_callback_secrets)
-
-
+pingbacks = PingbackIssuer(settings.pingbacks)
+authenticator = CallbackAuthenticator(pingbacks.read_secrets)
 service = RegisterService(
     DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
-    settings.pingbacks.callback_timeout_seconds,
-    expected_solve_seconds=settings.pingbacks.expected_solve_seconds,
+    pingbacks.pending,
     on_provisional_discarded=count_provisional_discarded,
 )
 
 
-@logger.inject_lambda_context(log_event=False, clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)
-@metrics.log_metrics(capture_cold_start_metric=True)
+@instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = APIGatewayProxyEventV2(event)
     owner = caller_principal(request)
@@ -68,10 +68,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
 
 def _issue(request: APIGatewayProxyEventV2) -> dict[str, Any]:
-    base_url = (
-        settings.pingbacks.public_base_url or f"https://{request.request_context.domain_name}"
-    )
-    pingback = issue_pingback(base_url, read_callback_secrets(False).current)
+    pingback = pingbacks.issue(request)
     metrics.add_metric(name="PingbackUrlIssued", unit=MetricUnit.Count, value=1)
     # Until then a pingback that beats the registration is kept provisionally.
     expires_at = int(time.time()) + settings.table.unregistered_result_ttl_seconds

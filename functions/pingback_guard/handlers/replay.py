@@ -22,7 +22,7 @@ from pingback_guard.domain.errors import PingbackGuardError
 from pingback_guard.domain.task import TaskResult
 from pingback_guard.logic.replay import RejectedMessageError, ReplayService
 from pingback_guard.logic.results import unread_delivery
-from pingback_guard.observability import emit_delivery, logger, metrics, tracer
+from pingback_guard.observability import emit_delivery, instrumented, logger, metrics
 from pingback_guard.settings import ReplaySettings
 
 settings = ReplaySettings.from_env(os.environ)
@@ -62,9 +62,7 @@ def replay_record(record: SQSRecord) -> None:
     logger.info("replayed", extra={"message_id": record.message_id, "outcome": outcome.value})
 
 
-@logger.inject_lambda_context(log_event=False, clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)
-@metrics.log_metrics(capture_cold_start_metric=True)
+@instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     return process_partial_response(
         event=event, record_handler=replay_record, processor=processor, context=context

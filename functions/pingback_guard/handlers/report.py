@@ -10,7 +10,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
     APIGatewayProxyEventV2,
 )
-from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
@@ -20,11 +19,11 @@ from pingback_guard.domain.errors import (
     ProviderRejectedError,
     StoreError,
 )
-from pingback_guard.domain.task import ReportClaim, ReportVerdict, normalise_task_id
-from pingback_guard.handlers.principal import caller_principal
-from pingback_guard.handlers.responses import json_response
+from pingback_guard.domain.task import ReportClaim, ReportVerdict
+from pingback_guard.handlers.principal import own_task_route
+from pingback_guard.handlers.responses import json_response, path_task_id
 from pingback_guard.logic.report import InvalidReportError, ReportService, parse_report
-from pingback_guard.observability import logger, metrics, tracer
+from pingback_guard.observability import instrumented, logger, metrics
 from pingback_guard.provider.configured_client import captchaai_client
 from pingback_guard.settings import ReportSettings
 
@@ -48,14 +47,9 @@ class _BadRequest(Exception):
     pass
 
 
-@logger.inject_lambda_context(log_event=False, clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)
-@metrics.log_metrics(capture_cold_start_metric=True)
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    request = APIGatewayProxyEventV2(event)
-    principal = caller_principal(request)
-    if principal is None:
-        return json_response(403, {"error": "forbidden"})
+@instrumented
+@own_task_route
+def handler(request: APIGatewayProxyEventV2, principal: str) -> dict[str, Any]:
     try:
         task_id, verdict = _parse(request)
     except _BadRequest as error:
@@ -73,7 +67,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
 def _parse(request: APIGatewayProxyEventV2) -> tuple[str, ReportVerdict]:
     try:
-        task_id = normalise_task_id((request.path_parameters or {}).get("task_id", ""))
+        task_id = path_task_id(request)
     except ValueError as error:
         raise _BadRequest(str(error)) from None
     try:

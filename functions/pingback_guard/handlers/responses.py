@@ -8,6 +8,8 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from pingback_guard.domain.task import normalise_task_id
+
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
         APIGatewayProxyEventV2,
@@ -59,3 +61,8 @@ def json_body(request: APIGatewayProxyEventV2) -> object:
         return json.loads(body.decode("utf-8"))
     except (ValueError, RecursionError):
         raise InvalidBodyError("body is not valid JSON") from None
+
+
+def path_task_id(request: APIGatewayProxyEventV2) -> str:
+    """The route's ``{task_id}``, normalised; ValueError when it is not a task id."""
+    return normalise_task_id((request.path_parameters or {}).get("task_id", ""))

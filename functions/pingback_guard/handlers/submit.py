@@ -21,48 +21,44 @@ from pingback_guard.domain.errors import (
     TaskNotRecordedError,
 )
 from pingback_guard.domain.task import CaptchaRequest
+from pingback_guard.handlers.pingbacks import PingbackIssuer
 from pingback_guard.handlers.principal import caller_principal
 from pingback_guard.handlers.responses import InvalidBodyError, json_body, json_response
 from pingback_guard.logic.submit import (
     InvalidSubmissionError,
     SubmitService,
-    issue_pingback,
     parse_submission,
 )
-from pingback_guard.observability import count_provisional_discarded, logger, metrics, tracer
+from pingback_guard.observability import (
+    count_provisional_discarded,
+    instrumented,
+    logger,
+    metrics,
+)
 from pingback_guard.provider.configured_client import captchaai_client
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
 from pingback_guard.settings import SubmitSettings
 
 settings = SubmitSettings.from_env(os.environ)
-read_callback_secrets = aws_clients.callback_secrets_reader(settings.pingbacks.callback_secret)
-
-
+pingbacks = PingbackIssuer(settings.pingbacks)
 service = SubmitService(
     DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
     captchaai_client(settings.provider),
     SqsDeadLetterQueue(aws_clients.sqs_client(), settings.dead_letter_queue_url),
-    settings.pingbacks.callback_timeout_seconds,
-    expected_solve_seconds=settings.pingbacks.expected_solve_seconds,
+    pingbacks.pending,
     on_provisional_discarded=count_provisional_discarded,
 )
 
 
-@logger.inject_lambda_context(log_event=False, clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False)
-@metrics.log_metrics(capture_cold_start_metric=True)
+@instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = APIGatewayProxyEventV2(event)
     try:
         owner, captcha = _caller_and_request(request)
     except _Refusal as refusal:
         return _refused(refusal.status, refusal.reason)
-    base_url = (
-        settings.pingbacks.public_base_url or f"https://{request.request_context.domain_name}"
-    )
     try:
-        pingback = issue_pingback(base_url, read_callback_secrets(False).current)
-        task = service.submit(captcha, pingback, owner)
+        task = service.submit(captcha, pingbacks.issue(request), owner)
     except ProviderRejectedError as error:
         return _refused(422, str(error))
     except ProviderAccountError as error:

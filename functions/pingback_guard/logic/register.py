@@ -6,7 +6,6 @@ callback timeout), so the three nets protect it too. Registration is idempotent.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -20,10 +19,10 @@ from pingback_guard.domain.task import (
     is_clean_text,
     normalise_task_id,
 )
-from pingback_guard.logic.poll_schedule import first_poll_delay
 from pingback_guard.logic.submit import (
     MAX_PAGE_URL_LENGTH,
     InvalidSubmissionError,
+    PendingTasks,
     parse_submission,
 )
 
@@ -80,35 +79,19 @@ class RegisterService:
     def __init__(
         self,
         store: TaskStore,
-        callback_timeout_seconds: float,
+        pending: PendingTasks,
         *,
-        expected_solve_seconds: float = 20.0,
-        clock: Callable[[], float] = time.time,
         on_provisional_discarded: Callable[[NewTask], None] = lambda _task: None,
     ) -> None:
         self._store = store
-        self._callback_timeout = callback_timeout_seconds
-        self._expected_solve = expected_solve_seconds
-        self._clock = clock
+        self.pending = pending
         self._on_provisional_discarded = on_provisional_discarded
 
     def register(
         self, registration: RegistrationRequest, nonce: str, owner: str
     ) -> RegistrationOutcome:
         """Raises StoreError when the table cannot answer: the worker retries (idempotent)."""
-        now = self._clock()
-        kept = registration.request.without_secrets()
-        task = NewTask(
-            registration.task_id,
-            kept,
-            now,
-            now
-            + first_poll_delay(
-                registration.request.method, self._expected_solve, self._callback_timeout
-            ),
-            nonce=nonce,
-            owner=owner,
-        )
+        task = self.pending.new(registration.task_id, registration.request, nonce, owner)
         outcome = self._store.record_submission(task)
         if outcome is SubmissionOutcome.PROVISIONAL_DISCARDED:
             self._on_provisional_discarded(task)
@@ -116,7 +99,7 @@ class RegisterService:
             return RegistrationOutcome.CREATED
         existing = self._store.get(registration.task_id)
         same = existing is not None and (existing.request, existing.nonce, existing.owner) == (
-            kept,
+            task.request,
             nonce,
             owner,
         )

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 
 from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.errors import PingbackGuardError, StoreError
-from pingback_guard.domain.task import ReportClaim, ReportVerdict
+from pingback_guard.domain.task import ReportAttempt, ReportClaim, ReportVerdict
 from pingback_guard.provider.client import ProviderClient
 
 # Longer than one provider call with its retries can take inside the function's timeout.
@@ -56,12 +56,14 @@ class ReportService:
         claimed_at = self._clock()
         is_admin = bool(self._admin_principal_arn) and principal == self._admin_principal_arn
         claim = self._store.claim_report(
-            task_id,
-            verdict,
-            now=claimed_at,
-            window_start=claimed_at - self._window_seconds,
-            lease_seconds=REPORT_LEASE_SECONDS,
-            owner=None if is_admin else principal,
+            ReportAttempt(
+                task_id,
+                verdict,
+                owner=None if is_admin else principal,
+                now=claimed_at,
+                window_start=claimed_at - self._window_seconds,
+                lease_seconds=REPORT_LEASE_SECONDS,
+            )
         )
         if claim is not ReportClaim.CLAIMED:
             return claim

@@ -106,25 +106,41 @@ def issue_pingback(public_base_url: str, secret: str) -> IssuedPingback:
     return IssuedPingback(minted.nonce, pingback_url(public_base_url, minted.token))
 
 
+@dataclass(frozen=True)
+class PendingTasks:
+    """How a task is recorded PENDING, whether this stack submitted it or the worker did: when,
+    and its first check when the result is likely ready (the callback timeout at the latest)."""
+
+    callback_timeout_seconds: float
+    expected_solve_seconds: float = 20.0
+    clock: Callable[[], float] = time.time
+
+    def new(
+        self, task_id: str, request: CaptchaRequest, nonce: str | None, owner: str | None
+    ) -> NewTask:
+        now = self.clock()
+        first_check_after = first_poll_delay(
+            request.method, self.expected_solve_seconds, self.callback_timeout_seconds
+        )
+        kept = request.without_secrets()
+        return NewTask(task_id, kept, now, now + first_check_after, nonce=nonce, owner=owner)
+
+
 class SubmitService:
     def __init__(
         self,
         store: TaskStore,
         provider: ProviderClient,
         dead_letters: DeadLetterQueue,
-        callback_timeout_seconds: float,
+        pending: PendingTasks,
         *,
-        expected_solve_seconds: float = 20.0,
-        clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         on_provisional_discarded: Callable[[NewTask], None] = lambda _task: None,
     ) -> None:
         self._store = store
         self._provider = provider
         self._dead_letters = dead_letters
-        self._callback_timeout = callback_timeout_seconds
-        self._expected_solve = expected_solve_seconds
-        self._clock = clock
+        self.pending = pending
         self._sleep = sleep
         self._on_provisional_discarded = on_provisional_discarded
 
@@ -136,18 +152,8 @@ class SubmitService:
         Only when the table and the dead-letter queue both refuse does the caller get an error,
         and that error carries the provider's task id.
         """
-        task_id = self._provider.submit(request, pingback.url)
-        submitted_at = self._clock()
-        first_poll_after = first_poll_delay(
-            request.method, self._expected_solve, self._callback_timeout
-        )
-        task = NewTask(
-            task_id,
-            request.without_secrets(),
-            submitted_at,
-            submitted_at + first_poll_after,
-            nonce=pingback.nonce,
-            owner=owner,
+        task = self.pending.new(
+            self._provider.submit(request, pingback.url), request, pingback.nonce, owner
         )
         try:
             if self._record(task) is SubmissionOutcome.PROVISIONAL_DISCARDED:
@@ -156,7 +162,7 @@ class SubmitService:
             try:
                 self._dead_letters.send(task, reason=str(store_failure))
             except DeadLetterError:
-                raise TaskNotRecordedError(task_id) from None
+                raise TaskNotRecordedError(task.task_id) from None
         return task
 
     def _record(self, task: NewTask) -> SubmissionOutcome:

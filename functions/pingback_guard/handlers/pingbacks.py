@@ -1,0 +1,30 @@
+"""What the two functions that hand out pingback URLs (submit and register) share: the callback
+secret, the URLs' base and how their tasks are recorded PENDING."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pingback_guard import aws_clients
+from pingback_guard.logic.submit import IssuedPingback, PendingTasks, issue_pingback
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
+        APIGatewayProxyEventV2,
+    )
+
+    from pingback_guard.settings import PingbackIssueSettings
+
+
+class PingbackIssuer:
+    def __init__(self, settings: PingbackIssueSettings) -> None:
+        self._public_base_url = settings.public_base_url
+        self.read_secrets = aws_clients.callback_secrets_reader(settings.callback_secret)
+        self.pending = PendingTasks(
+            settings.callback_timeout_seconds, settings.expected_solve_seconds
+        )
+
+    def issue(self, request: APIGatewayProxyEventV2) -> IssuedPingback:
+        """Under the stack's public base URL when it has one, else the API's own domain."""
+        base_url = self._public_base_url or f"https://{request.request_context.domain_name}"
+        return issue_pingback(base_url, self.read_secrets(False).current)
