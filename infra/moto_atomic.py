@@ -30,7 +30,8 @@ import functools
 import json
 import threading
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 ITEM_WRITE_METHODS = ("put_item", "update_item", "delete_item")
@@ -59,11 +60,11 @@ def make_dynamodb_writes_atomic() -> None:
             original = _copy_on_write(original)
         setattr(DynamoDBBackend, name, _one_write_per_item(original))
     if not getattr(DynamoDBBackend.transact_write_items, _MARK, False):
-        DynamoDBBackend.transact_write_items = _holding_every_item(  # type: ignore[method-assign]
-            DynamoDBBackend.transact_write_items
+        DynamoDBBackend.transact_write_items = _holding(  # type: ignore[method-assign]
+            _item_locks, DynamoDBBackend.transact_write_items
         )
     if not getattr(StreamShard.add, _MARK, False):
-        StreamShard.add = _holding(_stream_lock, StreamShard.add)  # type: ignore[method-assign]
+        StreamShard.add = _holding((_stream_lock,), StreamShard.add)  # type: ignore[method-assign]
     if not getattr(Table.__init__, _MARK, False):
         Table.__init__ = _with_snapshot_items(Table.__init__)  # type: ignore[method-assign]
 
@@ -91,22 +92,16 @@ def _one_write_per_item(method: Callable[..., Any]) -> Callable[..., Any]:
     return locked
 
 
-def _holding_every_item(method: Callable[..., Any]) -> Callable[..., Any]:
+def _holding(
+    locks: Sequence[AbstractContextManager[Any]], method: Callable[..., Any]
+) -> Callable[..., Any]:
+    """The method with every one of these locks held, taken in their order."""
+
     @functools.wraps(method)
     def locked(*args: Any, **kwargs: Any) -> Any:
         with contextlib.ExitStack() as held:
-            for lock in _item_locks:
+            for lock in locks:
                 held.enter_context(lock)
-            return method(*args, **kwargs)
-
-    setattr(locked, _MARK, True)
-    return locked
-
-
-def _holding(lock: threading.Lock, method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def locked(*args: Any, **kwargs: Any) -> Any:
-        with lock:
             return method(*args, **kwargs)
 
     setattr(locked, _MARK, True)
