@@ -296,7 +296,12 @@ class PollerService:
             answer = answers.get(task.task_id, NO_ANSWER)
             if answer.is_final or self._policy.is_expired(task, now):
                 self._forget_plan(task.task_id)
-                final.append(FinalWrite(task, answer, self._result(task, answer, now)))
+                result = self._result(task, answer, now)
+                if result is not None and answer.kind is AnswerKind.READY:
+                    self._solve_times.observe_window(
+                        task.method, task.submitted_at, result.finished_at_earliest, now
+                    )
+                final.append(FinalWrite(task, answer, result))
             else:
                 self._check_later(task, answer, now, report)
         written, in_time = self._write_final(final, now, remaining_seconds)
@@ -351,15 +356,12 @@ class PollerService:
     def _result(self, task: DueTask, answer: ProviderAnswer, now: float) -> TaskResult | None:
         if not answer.is_final:
             return None
-        finished_after = task.last_checked_at or task.submitted_at
-        if answer.kind is AnswerKind.READY:
-            self._solve_times.observe_window(task.method, task.submitted_at, finished_after, now)
         return TaskResult(
             task.task_id,
             answer.value,
             DeliveryPath.POLL,
             received_at=now,
-            finished_after=finished_after,
+            finished_after=task.last_checked_at or task.submitted_at,
         )
 
     def _count(
