@@ -19,8 +19,8 @@ from infra.moto_atomic import make_dynamodb_writes_atomic
 from infra.project_template import parameter_default, project_template
 from infra.simulator import Simulator
 from pingback_guard.domain.task import CaptchaRequest, NewTask
-from pingback_guard.logic.poll_schedule import SolveTimes
-from pingback_guard.logic.poller import PollerService, PollPolicy
+from pingback_guard.logic.poll_schedule import PollPolicy, SolveTimes
+from pingback_guard.logic.poller import PollerService
 from pingback_guard.provider.captchaai import CaptchaAiClient
 from pingback_guard.settings import MAX_IDS_PER_RES_REQUEST
 

@@ -35,7 +35,7 @@ from pingback_guard.domain.task import (
     TokenLifetimes,
 )
 from pingback_guard.logic.access import may_access
-from pingback_guard.logic.poller import PollPolicy
+from pingback_guard.logic.poll_schedule import PollPolicy
 from pingback_guard.provider.answers import ProviderAnswer, classify
 from pingback_guard.queue.dead_letter import DeadLetter
 

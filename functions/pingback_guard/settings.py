@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from pingback_guard.domain.errors import ConfigurationError
 from pingback_guard.domain.task import TokenLifetimes
+from pingback_guard.logic.poll_schedule import PollPolicy
 
 MAX_IDS_PER_RES_REQUEST = 100
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -294,16 +295,8 @@ def backoff_max_seconds(env: _Env) -> float:
 class PollerSettings:
     table: TableSettings
     provider: ProviderSettings
-    ids_per_request: int
-    retention_seconds: float
-    backoff_base_seconds: float
-    backoff_max_seconds: float
-    max_requests_per_sweep: int
-    deadline_margin_seconds: float
+    policy: PollPolicy
     expected_solve_seconds: float
-    sweep_interval_seconds: float
-    run_seconds: float
-    batch_probe_seconds: float
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PollerSettings:
@@ -311,17 +304,19 @@ class PollerSettings:
         return cls(
             table=TableSettings.from_env(env),
             provider=ProviderSettings.from_env(env),
-            ids_per_request=_ids_per_request(env),
-            retention_seconds=env.number("RETENTION_SECONDS", 10, 86400),
-            # 2captcha: no more often than every 5 s per task.
-            backoff_base_seconds=env.number("POLL_BACKOFF_BASE_SECONDS", 5, 3600),
-            backoff_max_seconds=backoff_max_seconds(env),
-            max_requests_per_sweep=env.integer("POLLER_MAX_REQUESTS_PER_SWEEP", 1, 10000),
-            deadline_margin_seconds=env.number("POLLER_DEADLINE_MARGIN_SECONDS", 0, 600, 10),
+            policy=PollPolicy(
+                retention_seconds=env.number("RETENTION_SECONDS", 10, 86400),
+                # 2captcha: no more often than every 5 s per task.
+                backoff_base_seconds=env.number("POLL_BACKOFF_BASE_SECONDS", 5, 3600),
+                backoff_max_seconds=backoff_max_seconds(env),
+                max_requests_per_sweep=env.integer("POLLER_MAX_REQUESTS_PER_SWEEP", 1, 10000),
+                ids_per_request=_ids_per_request(env),
+                deadline_margin_seconds=env.number("POLLER_DEADLINE_MARGIN_SECONDS", 0, 600, 10),
+                sweep_interval_seconds=env.number("POLL_SWEEP_INTERVAL_SECONDS", 1, 60),
+                run_seconds=env.number("POLLER_RUN_SECONDS", 0, 900, 55),
+                batch_probe_seconds=env.number("POLL_BATCH_PROBE_SECONDS", 0, 86400, 300),
+            ),
             expected_solve_seconds=expected_solve_seconds(env),
-            sweep_interval_seconds=env.number("POLL_SWEEP_INTERVAL_SECONDS", 1, 60),
-            run_seconds=env.number("POLLER_RUN_SECONDS", 0, 900, 55),
-            batch_probe_seconds=env.number("POLL_BATCH_PROBE_SECONDS", 0, 86400, 300),
         )
 
 
@@ -335,11 +330,12 @@ def _ids_per_request(env: _Env) -> int:
 def clamped_poller_settings(settings: PollerSettings) -> tuple[PollerSettings, list[str]]:
     """Combinations of parameters CloudFormation cannot check, clamped instead of failing every
     sweep at cold start; the warnings say what was changed (the handler logs them)."""
-    base, maximum = settings.backoff_base_seconds, settings.backoff_max_seconds
+    base, maximum = settings.policy.backoff_base_seconds, settings.policy.backoff_max_seconds
     if base <= maximum:
         return settings, []
     warning = (
         f"POLL_BACKOFF_BASE_SECONDS ({base:g}) is above POLL_BACKOFF_MAX_SECONDS ({maximum:g}):"
         " the base is clamped to the maximum"
     )
-    return replace(settings, backoff_base_seconds=maximum), [warning]
+    clamped = replace(settings.policy, backoff_base_seconds=maximum)
+    return replace(settings, policy=clamped), [warning]

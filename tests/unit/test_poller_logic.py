@@ -15,8 +15,8 @@ from pingback_guard.domain.task import (
     TaskResult,
     TaskStatus,
 )
-from pingback_guard.logic.poll_schedule import MAX_CHECKS_PER_TASK, SolveTimes
-from pingback_guard.logic.poller import PollerService, PollPolicy
+from pingback_guard.logic.poll_schedule import MAX_CHECKS_PER_TASK, PollPolicy, SolveTimes
+from pingback_guard.logic.poller import PollerService
 from tests.fakes import (
     RECAPTCHA_REQUEST,
     UNIT_POLL_POLICY,

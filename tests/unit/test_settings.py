@@ -41,9 +41,9 @@ def test_the_templates_defaults_are_the_ones_in_force() -> None:
     poller = PollerSettings.from_env(POLLER)
     assert submit.pingbacks.callback_timeout_seconds == defaults["CallbackTimeoutSeconds"]
     assert submit.provider.base_url == defaults["ProviderBaseUrl"]
-    assert poller.retention_seconds == defaults["RetentionSeconds"]
+    assert poller.policy.retention_seconds == defaults["RetentionSeconds"]
     assert poller.expected_solve_seconds == defaults["ExpectedSolveSeconds"]
-    assert poller.ids_per_request == 100  # ProviderBatchIds "true": res.php's largest batch
+    assert poller.policy.ids_per_request == 100  # ProviderBatchIds "true": res.php's largest batch
     assert poller.table.due_shards == int(defaults["DueShards"])
     assert poller.table.result_ttl_seconds == int(defaults["ResultTtlDays"]) * 86400
 
@@ -60,7 +60,7 @@ def test_a_variable_the_template_sets_has_no_second_default_in_the_code(variable
 
 def test_batching_off_asks_one_id_per_request() -> None:
     poller = PollerSettings.from_env({**POLLER, "PROVIDER_BATCH_IDS": "false"})
-    assert poller.ids_per_request == 1
+    assert poller.policy.ids_per_request == 1
 
 
 @pytest.mark.parametrize(
@@ -125,7 +125,7 @@ def test_backoff_base_above_its_maximum_is_clamped_with_a_warning_not_a_failed_c
         {**POLLER, "POLL_BACKOFF_BASE_SECONDS": "100", "POLL_BACKOFF_MAX_SECONDS": "10"}
     )
     clamped, warnings = clamped_poller_settings(settings)
-    assert (clamped.backoff_base_seconds, clamped.backoff_max_seconds) == (10, 10)
+    assert (clamped.policy.backoff_base_seconds, clamped.policy.backoff_max_seconds) == (10, 10)
     assert len(warnings) == 1
     assert "POLL_BACKOFF_BASE_SECONDS" in warnings[0]
     assert "POLL_BACKOFF_MAX_SECONDS" in warnings[0]

@@ -13,7 +13,7 @@ from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.task import TaskResult
 from pingback_guard.logic.poll_schedule import SolveTimes
-from pingback_guard.logic.poller import PollerService, PollPolicy, SweepReport
+from pingback_guard.logic.poller import PollerService, SweepReport
 from pingback_guard.logic.results import unread_delivery
 from pingback_guard.observability import emit_delivery, instrumented, logger, metrics, tracer
 from pingback_guard.provider.configured_client import captchaai_client
@@ -33,17 +33,7 @@ def _token_recovered(result: TaskResult) -> None:
 service = PollerService(
     DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
     TracedProvider(captchaai_client(provider), tracer.provider),
-    PollPolicy(
-        retention_seconds=settings.retention_seconds,
-        backoff_base_seconds=settings.backoff_base_seconds,
-        backoff_max_seconds=settings.backoff_max_seconds,
-        max_requests_per_sweep=settings.max_requests_per_sweep,
-        ids_per_request=settings.ids_per_request,
-        deadline_margin_seconds=settings.deadline_margin_seconds,
-        sweep_interval_seconds=settings.sweep_interval_seconds,
-        run_seconds=settings.run_seconds,
-        batch_probe_seconds=settings.batch_probe_seconds,
-    ),
+    settings.policy,
     SolveTimes(default_seconds=settings.expected_solve_seconds),
     on_token_stored=_token_recovered,
 )

@@ -12,6 +12,8 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from pingback_guard.domain.task import DueTask
+
 EARLIEST_FIRST_CHECK_SECONDS = {"userrecaptcha": 15.0}
 DEFAULT_EARLIEST_FIRST_CHECK_SECONDS = 5.0
 # A check after `elapsed` seconds is followed by one `GAP_FRACTION * elapsed` later: a token found
@@ -111,3 +113,32 @@ class CheckSchedule:
     @staticmethod
     def exhausted(checks_done: int) -> bool:
         return checks_done >= MAX_CHECKS_PER_TASK
+
+
+@dataclass(frozen=True)
+class PollPolicy:
+    retention_seconds: float
+    backoff_base_seconds: float
+    backoff_max_seconds: float
+    max_requests_per_sweep: int
+    ids_per_request: int
+    deadline_margin_seconds: float
+    sweep_interval_seconds: float = 5.0
+    run_seconds: float = 0.0
+    batch_probe_seconds: float = 300.0
+    # Below botocore's connection pool (10), so no write waits for a connection.
+    store_writers: int = 8
+
+    @property
+    def schedule(self) -> CheckSchedule:
+        return CheckSchedule(self.backoff_base_seconds, self.backoff_max_seconds)
+
+    def expires_at(self, task: DueTask) -> float:
+        return task.submitted_at + self.retention_seconds
+
+    def is_expired(self, task: DueTask, now: float) -> bool:
+        return now >= self.expires_at(task)
+
+    @property
+    def max_tasks_per_sweep(self) -> int:
+        return self.max_requests_per_sweep * self.ids_per_request

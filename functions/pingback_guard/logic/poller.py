@@ -27,7 +27,7 @@ from pingback_guard.domain.errors import (
     StoreError,
 )
 from pingback_guard.domain.task import DeliveryPath, DueTask, StoreOutcome, TaskResult
-from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
+from pingback_guard.logic.poll_schedule import PollPolicy, SolveTimes
 from pingback_guard.logic.results import store_result
 from pingback_guard.provider.answers import AnswerKind, ProviderAnswer
 from pingback_guard.provider.client import ProviderClient
@@ -42,35 +42,6 @@ class FinalWrite:
     task: DueTask
     answer: ProviderAnswer
     result: TaskResult | None
-
-
-@dataclass(frozen=True)
-class PollPolicy:
-    retention_seconds: float
-    backoff_base_seconds: float
-    backoff_max_seconds: float
-    max_requests_per_sweep: int
-    ids_per_request: int
-    deadline_margin_seconds: float
-    sweep_interval_seconds: float = 5.0
-    run_seconds: float = 0.0
-    batch_probe_seconds: float = 300.0
-    # Below botocore's connection pool (10), so no write waits for a connection.
-    store_writers: int = 8
-
-    @property
-    def schedule(self) -> CheckSchedule:
-        return CheckSchedule(self.backoff_base_seconds, self.backoff_max_seconds)
-
-    def expires_at(self, task: DueTask) -> float:
-        return task.submitted_at + self.retention_seconds
-
-    def is_expired(self, task: DueTask, now: float) -> bool:
-        return now >= self.expires_at(task)
-
-    @property
-    def max_tasks_per_sweep(self) -> int:
-        return self.max_requests_per_sweep * self.ids_per_request
 
 
 @dataclass
