@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pingback_guard.domain.errors import ConfigurationError
 from pingback_guard.domain.task import TokenLifetimes
-from pingback_guard.logic.poll_schedule import PollPolicy
+
+if TYPE_CHECKING:
+    from pingback_guard.logic.poll_schedule import PollPolicy
 
 MAX_IDS_PER_RES_REQUEST = 100
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -300,6 +302,9 @@ class PollerSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PollerSettings:
+        # Imported here so that the other handlers' cold start does not load the poll schedule.
+        from pingback_guard.logic.poll_schedule import PollPolicy
+
         env = _Env(environ)
         return cls(
             table=TableSettings.from_env(env),
