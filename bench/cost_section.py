@@ -42,7 +42,8 @@ from bench.template_facts import (
     index_attributes,
     template_facts,
 )
-from infra.project_template import parameter_default, project_template
+from infra.project_template import placeholder_environment, project_template
+from pingback_guard.settings import PollerSettings
 
 HANDLERS_DIR = FUNCTIONS_DIR / "pingback_guard" / "handlers"
 COLD_START_METRIC = "ColdStart"
@@ -51,7 +52,6 @@ LOST_FRACTIONS = (0.01, 0.20)
 LAMBDA_DURATION = "Lambda duration (arm64)"
 TARGET_PER_MILLION = 10.0
 IN_PHP_LATENCY_STEP_MS = 100
-POLLER_RUN_SECONDS = 55.0  # settings.py's default of POLLER_RUN_SECONDS
 
 
 @dataclass(frozen=True)
@@ -184,13 +184,12 @@ def fixed_inputs(measured: PathMeasurements, facts: TemplateFacts) -> FixedInput
 
 def busy_poller(measured: PathMeasurements, facts: TemplateFacts) -> BusyPoller:
     poller = project_template()["Resources"]["PollerFunction"]["Properties"]
+    deployed = PollerSettings.from_env(placeholder_environment("PollerFunction")).policy
     empty = measured.paths["poller_empty"]
     return BusyPoller(
         invocations_per_month=facts.sweeps_per_month,
-        run_seconds=POLLER_RUN_SECONDS,
-        sweep_interval_seconds=float(
-            parameter_default(project_template(), "PollSweepIntervalSeconds")
-        ),
+        run_seconds=deployed.run_seconds,
+        sweep_interval_seconds=deployed.sweep_interval_seconds,
         memory_mb=int(poller.get("MemorySize", facts.memory_mb)),
         queries_per_sweep=empty.per_task(empty.tally.table_queries),
     )
@@ -208,9 +207,12 @@ def cost_outcome(measured: PathMeasurements) -> SectionOutcome:
         lost: per_million_tasks(task_usage(paths, lost, ASSUMPTIONS)) for lost in LOST_FRACTIONS
     }
     fixed = fixed_monthly(fixed_inputs(measured, facts))
-    fixed["Poller sweeping every 5 s, 55 s a minute (busy stack)"] = busy_poller_monthly(
-        busy_poller(measured, facts)
+    busy = busy_poller(measured, facts)
+    busy_label = (
+        f"Poller sweeping every {busy.sweep_interval_seconds:g} s,"
+        f" {busy.run_seconds:g} s a minute (busy stack)"
     )
+    fixed[busy_label] = busy_poller_monthly(busy)
     totals = {lost: sum(costs.values()) for lost, costs in months.items()}
     low, high = LOST_FRACTIONS
     return SectionOutcome(
