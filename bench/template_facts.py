@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from infra.project_template import (
     create_tasks_table,
     global_variables,
     parameter_default,
-    project_template,
+    placeholder_environment,
 )
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
-from pingback_guard.settings import TableSettings
+from pingback_guard.settings import PollerSettings
 
 HANDLER_FUNCTIONS = {
     "submit": "SubmitFunction",
@@ -125,13 +125,7 @@ def _sub_parts(body: Any) -> tuple[str, Mapping[str, Any]]:
 
 
 def new_task_store(client: Any, table_name: str) -> DynamoDbTaskStore:
-    """A new tasks table as the template declares it, and the store over it at its defaults."""
+    """A new tasks table as the template declares it, and the store over it as deployed."""
     create_tasks_table(client, table_name)
-    facts = template_facts(project_template())
-    settings = TableSettings(
-        table_name=table_name,
-        due_index_name="DueIndex",
-        due_shards=facts.due_shards,
-        result_ttl_seconds=facts.result_ttl_days * 86400,
-    )
-    return DynamoDbTaskStore(client, settings)
+    deployed = PollerSettings.from_env(placeholder_environment("PollerFunction")).table
+    return DynamoDbTaskStore(client, replace(deployed, table_name=table_name))

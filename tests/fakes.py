@@ -39,6 +39,9 @@ from pingback_guard.logic.poll_schedule import PollPolicy
 from pingback_guard.provider.answers import ProviderAnswer, classify
 from pingback_guard.queue.dead_letter import DeadLetter
 
+# The template's defaults: reCAPTCHA and hCaptcha 120 s, Turnstile 300 s.
+TOKEN_LIFETIMES = TokenLifetimes(recaptcha=120.0, hcaptcha=120.0, turnstile=300.0)
+
 
 class InMemoryTaskStore:
     def __init__(self, lifetimes: TokenLifetimes | None = None) -> None:
@@ -46,7 +49,7 @@ class InMemoryTaskStore:
         self.fail_next: list[Exception] = []
         self.writes = 0
         self.lease: dict[str, object] = {}
-        self.lifetimes = lifetimes or TokenLifetimes()
+        self.lifetimes = lifetimes or TOKEN_LIFETIMES
         self.token_lifetime_seconds: dict[str, float] = {}
         self.report_leases: dict[str, float] = {}
         self.rescheduled: list[str] = []

@@ -9,7 +9,7 @@ for what the template leaves to the code.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -115,8 +115,8 @@ class TableSettings:
     due_index_name: str
     due_shards: int
     result_ttl_seconds: int
+    token_lifetimes: TokenLifetimes
     unregistered_result_ttl_seconds: int = DEFAULT_UNREGISTERED_RESULT_TTL_SECONDS
-    token_lifetimes: TokenLifetimes = field(default_factory=TokenLifetimes)
 
     @classmethod
     def from_env(cls, env: _Env) -> TableSettings:

@@ -18,6 +18,7 @@ from infra.moto_atomic import make_dynamodb_writes_atomic
 from infra.project_template import create_tasks_table, functions_environment
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.settings import TableSettings
+from tests.fakes import TOKEN_LIFETIMES
 from tests.integration.handler_support import API_KEY, PREVIOUS_SECRET, SECRET, TABLE, Handlers
 from tests.support import template
 
@@ -57,6 +58,7 @@ def table_settings() -> TableSettings:
         due_index_name="DueIndex",
         due_shards=SHARDS,
         result_ttl_seconds=7 * 86400,
+        token_lifetimes=TOKEN_LIFETIMES,
     )
 
 
@@ -91,6 +93,7 @@ def dynamodb_local_store(
         due_index_name=table_settings.due_index_name,
         due_shards=table_settings.due_shards,
         result_ttl_seconds=table_settings.result_ttl_seconds,
+        token_lifetimes=table_settings.token_lifetimes,
     )
     return DynamoDbTaskStore(client, settings)
 

@@ -23,7 +23,7 @@ from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.task import CaptchaRequest, NewTask
 from pingback_guard.logic import capability
 from pingback_guard.settings import TableSettings
-from tests.fakes import nonce_for
+from tests.fakes import TOKEN_LIFETIMES, nonce_for
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 EVENT_DIRS = (ROOT / "tests" / "events", ROOT / "events")
@@ -143,7 +143,7 @@ class Handlers:
     def register(self, task_id: str, nonce: str | None = "own", owner: str | None = OWNER) -> None:
         """A PENDING task as submit records it (nonce None: a task from before per-task
         nonces)."""
-        settings = TableSettings(TABLE, "DueIndex", 4, 7 * 86400)
+        settings = TableSettings(TABLE, "DueIndex", 4, 7 * 86400, TOKEN_LIFETIMES)
         store = DynamoDbTaskStore(self.stack["dynamodb"], settings)
         proven = nonce_for(task_id) if nonce == "own" else nonce
         request = CaptchaRequest(

@@ -13,8 +13,9 @@ from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import StoreError, StoreUnavailableError
 from pingback_guard.domain.task import DeliveryPath, StoreOutcome, TaskResult
 from pingback_guard.settings import TableSettings
+from tests.fakes import TOKEN_LIFETIMES
 
-SETTINGS = TableSettings("tasks", "DueIndex", 4, 86400)
+SETTINGS = TableSettings("tasks", "DueIndex", 4, 86400, TOKEN_LIFETIMES)
 RESULT = TaskResult("42", "03AFcWeA" + "t" * 100, DeliveryPath.CALLBACK, 1.0)
 
 

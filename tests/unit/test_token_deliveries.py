@@ -15,6 +15,7 @@ from pingback_guard.logic.results import unread_delivery
 from pingback_guard.queue.dead_letter import encode_message
 from tests.fakes import (
     RECAPTCHA_REQUEST,
+    TOKEN_LIFETIMES,
     UNIT_POLL_POLICY,
     FakeProvider,
     InMemoryTaskStore,
@@ -43,7 +44,7 @@ def test_a_poll_recovery_counts_its_age_from_the_submit() -> None:
         1000.0,
         1130.0,
     )
-    delivery = unread_delivery(result, TokenLifetimes(), delivered_at=1130.0)
+    delivery = unread_delivery(result, TOKEN_LIFETIMES, delivered_at=1130.0)
     assert (delivery.age_seconds, delivery.usable) == (130.0, False)
 
 
@@ -59,7 +60,7 @@ def test_a_replay_counts_from_the_original_arrival_and_only_once() -> None:
     service.replay(body)
     (result,) = stored
     assert result.finished_at_earliest == ARRIVED
-    delivery = unread_delivery(result, TokenLifetimes(), delivered_at=ARRIVED + 87.5)
+    delivery = unread_delivery(result, TOKEN_LIFETIMES, delivered_at=ARRIVED + 87.5)
     assert (delivery.path, delivery.age_seconds, delivery.usable) == (
         DeliveryPath.REPLAY,
         87.5,

@@ -127,9 +127,9 @@ class ReportAttempt:
 class TokenLifetimes:
     """How long a token is usable after the provider finished it, per CAPTCHA kind (seconds)."""
 
-    recaptcha: float = 120.0
-    hcaptcha: float = 120.0
-    turnstile: float = 300.0
+    recaptcha: float
+    hcaptcha: float
+    turnstile: float
 
     def for_method(self, method: str) -> float:
         by_method = {
