@@ -39,11 +39,11 @@ from bench.table_paths import PathMeasurements, PathResult
 from bench.template_facts import (
     HANDLER_FUNCTIONS,
     TemplateFacts,
+    deployed_poller_settings,
     index_attributes,
     template_facts,
 )
-from infra.project_template import placeholder_environment, project_template
-from pingback_guard.settings import PollerSettings
+from infra.project_template import project_template
 
 HANDLERS_DIR = FUNCTIONS_DIR / "pingback_guard" / "handlers"
 COLD_START_METRIC = "ColdStart"
@@ -184,7 +184,7 @@ def fixed_inputs(measured: PathMeasurements, facts: TemplateFacts) -> FixedInput
 
 def busy_poller(measured: PathMeasurements, facts: TemplateFacts) -> BusyPoller:
     poller = project_template()["Resources"]["PollerFunction"]["Properties"]
-    deployed = PollerSettings.from_env(placeholder_environment("PollerFunction")).policy
+    deployed = deployed_poller_settings().policy
     empty = measured.paths["poller_empty"]
     return BusyPoller(
         invocations_per_month=facts.sweeps_per_month,

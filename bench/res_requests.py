@@ -7,16 +7,15 @@ CaptchaAI simulator; requests are counted by the simulator (the server side).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import boto3
 from moto import mock_aws
 
 from bench.outcome import Headline, SectionOutcome, markdown_table, number
 from bench.provider import instant_simulator, res_requests
-from bench.template_facts import new_task_store
+from bench.template_facts import deployed_poller_settings, new_task_store
 from infra.moto_atomic import make_dynamodb_writes_atomic
-from infra.project_template import parameter_default, project_template
 from infra.simulator import Simulator
 from pingback_guard.domain.task import CaptchaRequest, NewTask
 from pingback_guard.logic.poll_schedule import PollPolicy, SolveTimes
@@ -83,16 +82,9 @@ def _recover_all(simulator: Simulator, batch_ids: bool) -> Recovery:
 
 
 def _policy(ids_per_request: int) -> PollPolicy:
-    """The template's defaults, as the poller handler builds its policy."""
-    document = project_template()
-    return PollPolicy(
-        retention_seconds=float(parameter_default(document, "RetentionSeconds")),
-        backoff_base_seconds=float(parameter_default(document, "PollBackoffBaseSeconds")),
-        backoff_max_seconds=float(parameter_default(document, "PollBackoffMaxSeconds")),
-        max_requests_per_sweep=int(parameter_default(document, "PollerMaxRequestsPerSweep")),
-        ids_per_request=ids_per_request,
-        deadline_margin_seconds=10.0,
-    )
+    """The deployed poller's policy, one sweep per invocation."""
+    deployed = deployed_poller_settings().policy
+    return replace(deployed, ids_per_request=ids_per_request, run_seconds=0.0)
 
 
 def _outcome(batched: Recovery, one_by_one: Recovery) -> SectionOutcome:

@@ -127,5 +127,10 @@ def _sub_parts(body: Any) -> tuple[str, Mapping[str, Any]]:
 def new_task_store(client: Any, table_name: str) -> DynamoDbTaskStore:
     """A new tasks table as the template declares it, and the store over it as deployed."""
     create_tasks_table(client, table_name)
-    deployed = PollerSettings.from_env(placeholder_environment("PollerFunction")).table
+    deployed = deployed_poller_settings().table
     return DynamoDbTaskStore(client, replace(deployed, table_name=table_name))
+
+
+def deployed_poller_settings() -> PollerSettings:
+    """The poller's settings as a deploy with default parameters gives them."""
+    return PollerSettings.from_env(placeholder_environment("PollerFunction"))

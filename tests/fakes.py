@@ -392,7 +392,8 @@ def unavailable() -> StoreUnavailableError:
 
 
 RECAPTCHA_REQUEST = CaptchaRequest("userrecaptcha", "key", "https://example.test")
-# A small poller for the unit suites: 5 requests a sweep, 3 ids a request, checks 30-300 s apart.
+# A small poller for the unit suites: 5 requests a sweep, 3 ids a request, checks 30-300 s apart,
+# one sweep per invocation.
 UNIT_POLL_POLICY = PollPolicy(
     retention_seconds=600,
     backoff_base_seconds=30,
@@ -400,4 +401,7 @@ UNIT_POLL_POLICY = PollPolicy(
     max_requests_per_sweep=5,
     ids_per_request=3,
     deadline_margin_seconds=10,
+    sweep_interval_seconds=5.0,
+    run_seconds=0.0,
+    batch_probe_seconds=300.0,
 )

@@ -123,9 +123,9 @@ class PollPolicy:
     max_requests_per_sweep: int
     ids_per_request: int
     deadline_margin_seconds: float
-    sweep_interval_seconds: float = 5.0
-    run_seconds: float = 0.0
-    batch_probe_seconds: float = 300.0
+    sweep_interval_seconds: float
+    run_seconds: float
+    batch_probe_seconds: float
     # Below botocore's connection pool (10), so no write waits for a connection.
     store_writers: int = 8
 
