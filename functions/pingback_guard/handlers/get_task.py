@@ -54,7 +54,7 @@ def handler(request: APIGatewayProxyEventV2, principal: str) -> dict[str, Any]:
     if found is None:
         return json_response(404, {"error": "unknown task", "task_id": task_id})
     _record_read_through(task_id, found)
-    return json_response(200, found.view)
+    return json_response(200, found.view, retry_after=found.view.get("retry_after"))
 
 
 def _record_read_through(task_id: str, found: Lookup) -> None:

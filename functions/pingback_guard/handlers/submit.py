@@ -24,6 +24,7 @@ from pingback_guard.domain.task import CaptchaRequest
 from pingback_guard.handlers.pingbacks import PingbackIssuer
 from pingback_guard.handlers.principal import caller_principal
 from pingback_guard.handlers.responses import InvalidBodyError, json_body, json_response
+from pingback_guard.logic.pacing import paced
 from pingback_guard.logic.submit import (
     InvalidSubmissionError,
     SubmitService,
@@ -76,10 +77,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="TaskSubmitted", unit=MetricUnit.Count, value=1)
     # DEBUG: the TaskSubmitted metric and the 202 already record it; log bytes are a cost per task.
     logger.debug("task submitted", extra={"task_id": task.task_id})
-    return json_response(
-        202,
+    # When to look first: the likely ready moment, the stack's own first check.
+    view = paced(
         {"task_id": task.task_id, "status": "PENDING", "submitted_at": task.submitted_at},
+        task.first_poll_at,
+        task.submitted_at,
     )
+    return json_response(202, view, retry_after=view["retry_after"])
 
 
 class _Refusal(Exception):
