@@ -136,3 +136,7 @@ def image(name: str) -> Field:
         required=True,
         secret=True,
     )
+
+
+# Where a browser kind's worker solves from: its user agent and proxy (both passed to the solver).
+BROWSER = (USER_AGENT, PROXY, PROXYTYPE, SOFT_ID)

@@ -21,11 +21,8 @@ KIND = Kind(
         f.Field(
             "domain", f.one_of("google.com", "recaptcha.net"), "google.com or recaptcha.net", 13
         ),
-        f.USER_AGENT,
         f.COOKIES,
-        f.PROXY,
-        f.PROXYTYPE,
-        f.SOFT_ID,
+        *f.BROWSER,
     ),
     answer_may_hold_pipe=False,
     lifetime="recaptcha",
