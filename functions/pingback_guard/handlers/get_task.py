@@ -16,7 +16,12 @@ from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import StoreError
 from pingback_guard.handlers.principal import own_task_route
-from pingback_guard.handlers.responses import json_response, path_task_id
+from pingback_guard.handlers.responses import (
+    ApiError,
+    error_response,
+    json_response,
+    path_task_id,
+)
 from pingback_guard.logic.get_task import Lookup, ReadThroughOutcome, ReadThroughPolicy, TaskQuery
 from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
 from pingback_guard.observability import emit_delivery, instrumented, logger, metrics
@@ -45,14 +50,15 @@ def handler(request: APIGatewayProxyEventV2, principal: str) -> dict[str, Any]:
     try:
         task_id = path_task_id(request)
     except ValueError as error:
-        return json_response(400, {"error": str(error)})
+        return error_response(400, ApiError.INVALID_TASK_ID, str(error))
     try:
         found = query.look(task_id, now=time.time(), principal=principal)
     except StoreError as error:
         logger.error("task lookup failed", extra={"task_id": task_id, "reason": str(error)})
-        return json_response(503, {"error": "task store unavailable; try again"})
+        return error_response(503, ApiError.STORE_UNAVAILABLE, "task store unavailable; try again")
     if found is None:
-        return json_response(404, {"error": "unknown task", "task_id": task_id})
+        reason = "no task with this task_id for this caller"
+        return error_response(404, ApiError.UNKNOWN_TASK, reason, task_id=task_id)
     _record_read_through(task_id, found)
     return json_response(200, found.view, retry_after=found.view.get("retry_after"))
 
