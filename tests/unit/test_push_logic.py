@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from pingback_guard.domain.task import CaptchaRequest, DeliveryPath, NewTask, TaskResult
+from pingback_guard.domain.task import DeliveryPath, NewTask, TaskResult
 from pingback_guard.logic.push import InvalidSubscription, PushService, parse_subscription
-from tests.fakes import FakeSender, InMemoryConnectionStore, InMemoryTaskStore
+from tests.fakes import FakeSender, InMemoryConnectionStore, InMemoryTaskStore, token_request
 
 OWNER = "arn:aws:iam::123456789012:user/worker"
 OTHER = "arn:aws:iam::123456789012:user/other"
@@ -24,7 +24,7 @@ def pushing() -> tuple[PushService, InMemoryTaskStore, InMemoryConnectionStore, 
 
 
 def task_of(tasks: InMemoryTaskStore, task_id: str, owner: str, solved: bool = True) -> None:
-    request = CaptchaRequest("userrecaptcha", "sitekey", "https://example.test/")
+    request = token_request("userrecaptcha", "sitekey", "https://example.test/")
     tasks.record_submission(NewTask(task_id, request, NOW - 30, NOW - 5, owner=owner))
     if solved:
         tasks.record_result(TaskResult(task_id, TOKEN, DeliveryPath.CALLBACK, received_at=NOW - 1))
