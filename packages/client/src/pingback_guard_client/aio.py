@@ -76,6 +76,7 @@ class AsyncClient:
 
     close = _in_thread(Client.close)
     submit = _in_thread(Client.submit)
+    submit_paced = _in_thread(Client.submit_paced)
     task = _in_thread(Client.task)
     report = _in_thread(Client.report)
     pingback_url = _in_thread(Client.pingback_url)
@@ -119,7 +120,5 @@ class AsyncClient:
     async def solve(
         self, method: str, sitekey: str, page_url: str, timeout: float = 180.0, **extras: Any
     ) -> Solution:
-        task_id, first_look_after = await asyncio.to_thread(
-            self._client._submitted, method, sitekey, page_url, extras
-        )
+        task_id, first_look_after = await self.submit_paced(method, sitekey, page_url, **extras)
         return await self.wait(task_id, timeout, first_look_after)

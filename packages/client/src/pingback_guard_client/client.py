@@ -106,12 +106,13 @@ class Client:
     # `self` is positional-only where **extras takes any name, so AsyncClient can delegate (aio).
     def submit(self, /, method: str, sitekey: str, page_url: str, **extras: Any) -> str:
         """Submit a CAPTCHA through the stack (in.php with a per-task pingback); its task id."""
-        return self._submitted(method, sitekey, page_url, extras)[0]
+        return self.submit_paced(method, sitekey, page_url, **extras)[0]
 
-    def _submitted(
-        self, method: str, sitekey: str, page_url: str, extras: Mapping[str, Any]
+    def submit_paced(
+        self, /, method: str, sitekey: str, page_url: str, **extras: Any
     ) -> tuple[str, float | None]:
-        """The task id, and the seconds until a first look is worthwhile (None: not said)."""
+        """submit(), and the seconds until a first look is worthwhile (None: not said): pass
+        them to wait() as ``first_look_after``."""
         body = {"method": method, "sitekey": sitekey, "page_url": page_url, "extras": extras}
         answer = self._call("POST", "/tasks", body, resend_unanswered=False)
         if answer.status == 503 and _field(answer, "task_id"):
@@ -174,7 +175,7 @@ class Client:
         self, method: str, sitekey: str, page_url: str, timeout: float = 180.0, **extras: Any
     ) -> Solution:
         """submit() then wait(): the token with its age and usable_until."""
-        task_id, first_look_after = self._submitted(method, sitekey, page_url, extras)
+        task_id, first_look_after = self.submit_paced(method, sitekey, page_url, **extras)
         return self.wait(task_id, timeout, first_look_after)
 
     def report(self, task_id: str, correct: bool) -> str:
