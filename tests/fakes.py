@@ -397,7 +397,15 @@ def unavailable() -> StoreUnavailableError:
     return StoreUnavailableError("DynamoDB UpdateItem: ProvisionedThroughputExceededException")
 
 
-RECAPTCHA_REQUEST = CaptchaRequest("userrecaptcha", "key", "https://example.test")
+def token_request(
+    method: str, sitekey: str, page_url: str, extras: dict[str, str] | None = None
+) -> CaptchaRequest:
+    """A reCAPTCHA / hCaptcha / Turnstile request as its in.php fields."""
+    key_field = "googlekey" if method == "userrecaptcha" else "sitekey"
+    return CaptchaRequest(method, {key_field: sitekey, "pageurl": page_url, **(extras or {})})
+
+
+RECAPTCHA_REQUEST = token_request("userrecaptcha", "key", "https://example.test")
 # A small poller for the unit suites: 5 requests a sweep, 3 ids a request, checks 30-300 s apart,
 # one sweep per invocation.
 UNIT_POLL_POLICY = PollPolicy(

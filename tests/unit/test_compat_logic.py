@@ -103,7 +103,7 @@ def test_submit_answers_ok_with_the_provider_s_id_and_records_it_for_the_key_s_o
     assert task is not None and task.owner == WORKER and task.status is TaskStatus.PENDING
     # Our per-task pingback URL goes to the provider, never the client's own.
     assert stack.provider.submitted[0][1] == PINGBACK.url
-    assert task.request is not None and task.request.sitekey == SUBMIT["googlekey"]
+    assert task.request is not None and task.request.fields["googlekey"] == SUBMIT["googlekey"]
 
 
 @pytest.mark.parametrize(

@@ -123,13 +123,18 @@ class DynamoDbTaskStore:
         self, task: NewTask, described: Mapping[str, object], *, condition: str, remove: str = ""
     ) -> None:
         identity, identity_values = _identity(task)
-        names = {"#method": "method", "#status": "status", **_identity_names(task)}
+        names = {
+            "#method": "method",
+            "#fields": "fields",
+            "#status": "status",
+            **_identity_names(task),
+        }
         if "#error" in remove:
             names["#error"] = "error"
         self._update(
             task.task_id,
-            "SET #method = :method, sitekey = :sitekey, page_url = :page_url,"
-            " extras = :extras, submitted_at = :submitted_at, #status = :pending,"
+            "SET #method = :method, #fields = :fields,"
+            " submitted_at = :submitted_at, #status = :pending,"
             " due_shard = :shard, due_at = :due, poll_attempts = :zero, expires_at = :ttl,"
             f" token_lifetime_seconds = :lifetime{identity}{remove}",
             condition=condition,
@@ -169,10 +174,10 @@ class DynamoDbTaskStore:
         try:
             self._update(
                 task.task_id,
-                "SET #method = :method, sitekey = :sitekey, page_url = :page_url,"
-                f" extras = :extras, submitted_at = :submitted_at, expires_at = :ttl{identity}",
+                "SET #method = :method, #fields = :fields,"
+                f" submitted_at = :submitted_at, expires_at = :ttl{identity}",
                 condition="nonce = :nonce AND attribute_not_exists(submitted_at)",
-                names={"#method": "method", **_identity_names(task)},
+                names={"#method": "method", "#fields": "fields", **_identity_names(task)},
                 values=_values(**described, **identity_values, ttl=self._expiry(task.submitted_at)),
             )
         except ConditionRefused:
@@ -630,14 +635,7 @@ def _task_from_item(item: Mapping[str, Any]) -> Task:
     return Task(
         task_id=str(item["task_id"]),
         status=TaskStatus(item["status"]),
-        request=CaptchaRequest(
-            method=str(item["method"]),
-            sitekey=str(item.get("sitekey", "")),
-            page_url=str(item.get("page_url", "")),
-            extras={str(k): str(v) for k, v in dict(item.get("extras", {})).items()},
-        )
-        if has_request
-        else None,
+        request=CaptchaRequest.from_document(item) if has_request else None,
         submitted_at=_float_or_none(item.get("submitted_at")),
         received_at=_float_or_none(item.get("received_at")),
         solution=item.get("solution"),

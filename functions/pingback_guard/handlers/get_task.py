@@ -13,7 +13,12 @@ from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import
 
 from pingback_guard.domain.errors import StoreError
 from pingback_guard.handlers.principal import own_task_route
-from pingback_guard.handlers.responses import json_response, path_task_id
+from pingback_guard.handlers.responses import (
+    ApiError,
+    error_response,
+    json_response,
+    path_task_id,
+)
 from pingback_guard.handlers.services import task_query
 from pingback_guard.observability import instrumented, logger, record_read_through
 from pingback_guard.settings import GetTaskSettings
@@ -28,13 +33,14 @@ def handler(request: APIGatewayProxyEventV2, principal: str) -> dict[str, Any]:
     try:
         task_id = path_task_id(request)
     except ValueError as error:
-        return json_response(400, {"error": str(error)})
+        return error_response(400, ApiError.INVALID_TASK_ID, str(error))
     try:
         found = query.look(task_id, now=time.time(), principal=principal)
     except StoreError as error:
         logger.error("task lookup failed", extra={"task_id": task_id, "reason": str(error)})
-        return json_response(503, {"error": "task store unavailable; try again"})
+        return error_response(503, ApiError.STORE_UNAVAILABLE, "task store unavailable; try again")
     if found is None:
-        return json_response(404, {"error": "unknown task", "task_id": task_id})
+        reason = "no task with this task_id for this caller"
+        return error_response(404, ApiError.UNKNOWN_TASK, reason, task_id=task_id)
     record_read_through(task_id, found)
     return json_response(200, found.view)

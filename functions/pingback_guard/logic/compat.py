@@ -31,15 +31,11 @@ from pingback_guard.domain.task import (
     TaskStatus,
     normalise_task_id,
 )
+from pingback_guard.kinds.registry import InvalidFieldError, parse_provider_fields
 from pingback_guard.logic.forwarding import is_forwardable_url
 from pingback_guard.logic.get_task import Lookup, TaskQuery
 from pingback_guard.logic.report import ReportService
-from pingback_guard.logic.submit import (
-    InvalidSubmissionError,
-    IssuedPingback,
-    SubmitService,
-    parse_submission,
-)
+from pingback_guard.logic.submit import IssuedPingback, SubmitService
 from pingback_guard.logic.worker_keys import KeyRefusal, WorkerKeys
 from pingback_guard.provider.client import ProviderClient
 
@@ -131,25 +127,22 @@ class InvalidFieldsError(ValueError):
         self.code = code
 
 
+# The provider's answer for a refused field; any other field is ERROR_BAD_PARAMETERS.
+CODE_OF_FIELD = {
+    "googlekey": GOOGLEKEY,
+    "sitekey": GOOGLEKEY,
+    "pageurl": PAGEURL,
+    "proxy": BAD_PROXY,
+    "proxytype": BAD_PROXY,
+}
+
+
 def parse_fields(fields: Mapping[str, str]) -> CaptchaRequest:
-    """in.php fields -> the request POST /tasks takes (googlekey or sitekey, pageurl, the rest
-    as extras), through the same validation."""
-    sitekey = fields.get("googlekey") or fields.get("sitekey")
-    if not sitekey:
-        raise InvalidFieldsError(GOOGLEKEY)
-    page_url = fields.get("pageurl")
-    if not page_url:
-        raise InvalidFieldsError(PAGEURL)
-    extras = {
-        name: value
-        for name, value in fields.items()
-        if name not in {"method", "googlekey", "sitekey", "pageurl"}
-    }
-    document = {"method": fields.get("method", ""), "sitekey": sitekey, "page_url": page_url}
+    """in.php fields -> the request, through the one validator every route uses."""
     try:
-        return parse_submission({**document, "extras": extras})
-    except InvalidSubmissionError:
-        raise InvalidFieldsError(BAD_PARAMETERS) from None
+        return parse_provider_fields(fields)
+    except InvalidFieldError as invalid:
+        raise InvalidFieldsError(CODE_OF_FIELD.get(invalid.field, BAD_PARAMETERS)) from None
 
 
 def forward_url_of(fields: Mapping[str, str]) -> str | None:
