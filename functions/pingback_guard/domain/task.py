@@ -227,6 +227,7 @@ class NewTask:
     first_poll_at: float
     nonce: str | None = None
     owner: str | None = None
+    forward_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -286,6 +287,7 @@ class Task:
     read_through_at: float | None = None
     reported: ReportVerdict | None = None
     reported_at: float | None = None
+    forward_url: str | None = None
 
     @property
     def finished_at_earliest(self) -> float | None:

@@ -310,8 +310,9 @@ def _parse_answer(endpoint: str, content: bytes) -> tuple[int, Any]:
 
 
 def _raise_for(verdict: ProviderAnswer, where: str) -> None:
+    message, code = f"{where}: {verdict.value}", verdict.value
     if verdict.kind is AnswerKind.ACCOUNT:
-        raise ProviderAccountError(f"{where}: {verdict.value}")
+        raise ProviderAccountError(message, code=code)
     if verdict.kind is AnswerKind.RETRYABLE or verdict.kind is AnswerKind.NOT_READY:
-        raise ProviderRetryableError(f"{where}: {verdict.value}")
-    raise ProviderRejectedError(f"{where}: {verdict.value}")
+        raise ProviderRetryableError(message, code=code)
+    raise ProviderRejectedError(message, code=code)
