@@ -38,9 +38,10 @@ from pingback_guard.domain.task import (
     TaskStatus,
     TokenLifetimes,
 )
+from pingback_guard.domain.worker_keys import WorkerKey, digest_of, new_key
 from pingback_guard.logic.access import may_access
 from pingback_guard.logic.poll_schedule import PollPolicy
-from pingback_guard.provider.answers import ProviderAnswer, classify
+from pingback_guard.provider.answers import ProviderAnswer, classify_part
 from pingback_guard.queue.dead_letter import DeadLetter
 
 # The template's defaults: reCAPTCHA and hCaptcha 120 s, Turnstile 300 s.
@@ -78,7 +79,11 @@ class InMemoryTaskStore:
                 return SubmissionOutcome.ALREADY_REGISTERED
             if existing is not None and task.nonce is not None and existing.nonce == task.nonce:
                 self.tasks[task.task_id] = replace(
-                    existing, request=task.request, submitted_at=task.submitted_at, owner=task.owner
+                    existing,
+                    request=task.request,
+                    submitted_at=task.submitted_at,
+                    owner=task.owner,
+                    forward_url=task.forward_url,
                 )
                 return SubmissionOutcome.RESULT_ALREADY_STORED
             self.token_lifetime_seconds[task.task_id] = self.lifetimes.for_method(
@@ -97,6 +102,7 @@ class InMemoryTaskStore:
                 task.first_poll_at,
                 owner=task.owner,
                 nonce=task.nonce,
+                forward_url=task.forward_url,
             )
             if existing is not None:
                 return SubmissionOutcome.PROVISIONAL_DISCARDED
@@ -380,7 +386,7 @@ class FakeProvider:
         if len(task_ids) > 1 and self.refuse_batches:
             self.refuse_batches -= 1
             raise ProviderBatchRefusedError("res.php get ids: answer out of shape")
-        return {tid: classify(self.answers.get(tid, "CAPCHA_NOT_READY")) for tid in task_ids}
+        return {tid: classify_part(self.answers.get(tid, "CAPCHA_NOT_READY")) for tid in task_ids}
 
     def report(self, task_id: str, *, good: bool) -> None:
         if self.report_failure:
@@ -459,3 +465,26 @@ class FakeSender:
         if connection_id in self.failing:
             raise PushError("PostToConnection failed: InternalServerError")
         self.sent.append((connection_id, json.loads(message)))
+
+
+class InMemoryWorkerKeys:
+    """WorkerKeyStore over a dict; ``issue`` returns the key as the CLI would print it once."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, WorkerKey] = {}
+        self.available = True
+
+    def issue(self, owner: str, key: str | None = None) -> str:
+        key = key or new_key()
+        digest = digest_of(key)
+        self.records[digest.key_id] = WorkerKey(digest.key_id, digest.digest, owner, 1.0)
+        return key
+
+    def revoke(self, key: str) -> None:
+        key_id = digest_of(key).key_id
+        self.records[key_id] = replace(self.records[key_id], revoked_at=2.0)
+
+    def find(self, key_id: str) -> WorkerKey | None:
+        if not self.available:
+            raise StoreUnavailableError("DynamoDB GetItem (worker keys): EndpointConnectionError")
+        return self.records.get(key_id)

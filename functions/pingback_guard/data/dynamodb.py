@@ -562,7 +562,8 @@ def dynamodb_call(operation: str, send: Callable[..., Any], **request: Any) -> A
 
 
 def _identity(task: NewTask) -> tuple[str, dict[str, object]]:
-    """The SET clause and values of a registration's nonce and owner, when it has them."""
+    """The SET clause and values of a registration's nonce, owner and forward URL, when it has
+    them."""
     clause = ""
     values: dict[str, object] = {}
     if task.nonce is not None:
@@ -571,6 +572,9 @@ def _identity(task: NewTask) -> tuple[str, dict[str, object]]:
     if task.owner is not None:
         clause += ", #owner = :owner"
         values["owner"] = task.owner
+    if task.forward_url is not None:
+        clause += ", forward_url = :forward_url"
+        values["forward_url"] = task.forward_url
     return clause, values
 
 
@@ -651,6 +655,7 @@ def _task_from_item(item: Mapping[str, Any]) -> Task:
         read_through_at=_float_or_none(item.get("read_through_at")),
         reported=ReportVerdict(item["reported"]) if item.get("reported") else None,
         reported_at=_float_or_none(item.get("reported_at")),
+        forward_url=_text_or_none(item.get("forward_url")),
     )
 
 

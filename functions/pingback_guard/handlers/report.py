@@ -11,8 +11,6 @@ from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import
     APIGatewayProxyEventV2,
 )
 
-from pingback_guard import aws_clients
-from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import (
     PingbackGuardError,
     ProviderAccountError,
@@ -27,17 +25,17 @@ from pingback_guard.handlers.responses import (
     json_response,
     path_task_id,
 )
-from pingback_guard.logic.report import InvalidReportError, ReportService, parse_report
+from pingback_guard.handlers.services import report_service
+from pingback_guard.logic.report import InvalidReportError, parse_report
 from pingback_guard.observability import instrumented, logger, metrics
-from pingback_guard.provider.configured_client import captchaai_client
 from pingback_guard.settings import ReportSettings
 
 settings = ReportSettings.from_env(os.environ)
-service = ReportService(
-    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
-    captchaai_client(settings.provider),
+service = report_service(
+    settings.table,
+    settings.provider,
     settings.report_window_seconds,
-    admin_principal_arn=settings.admin_principal_arn,
+    settings.admin_principal_arn,
 )
 
 REFUSALS = {

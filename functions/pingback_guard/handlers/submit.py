@@ -11,8 +11,6 @@ from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from pingback_guard import aws_clients
-from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import (
     ProviderAccountError,
     ProviderRejectedError,
@@ -30,29 +28,16 @@ from pingback_guard.handlers.responses import (
     json_body,
     json_response,
 )
+from pingback_guard.handlers.services import submit_service
 from pingback_guard.kinds.json_fields import request_from_json
 from pingback_guard.kinds.registry import MAX_REQUEST_BYTES, InvalidFieldError
 from pingback_guard.logic.pacing import paced
-from pingback_guard.logic.submit import SubmitService
-from pingback_guard.observability import (
-    count_provisional_discarded,
-    instrumented,
-    logger,
-    metrics,
-)
-from pingback_guard.provider.configured_client import captchaai_client
-from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
+from pingback_guard.observability import instrumented, logger, metrics
 from pingback_guard.settings import SubmitSettings
 
 settings = SubmitSettings.from_env(os.environ)
 pingbacks = PingbackIssuer(settings.pingbacks)
-service = SubmitService(
-    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
-    captchaai_client(settings.provider),
-    SqsDeadLetterQueue(aws_clients.sqs_client(), settings.dead_letter_queue_url),
-    pingbacks.pending,
-    on_provisional_discarded=count_provisional_discarded,
-)
+service = submit_service(settings, pingbacks)
 
 
 @instrumented

@@ -22,6 +22,7 @@ from pingback_guard.domain.task import (
 )
 from pingback_guard.kinds.registry import InvalidFieldError, parse_provider_fields
 from pingback_guard.logic.capability import is_nonce
+from pingback_guard.logic.forwarding import is_forwardable_url
 from pingback_guard.logic.pingback_request import check_code
 from pingback_guard.logic.results import store_result
 from pingback_guard.queue.dead_letter import DeadLetter, decode_message
@@ -130,6 +131,8 @@ def _check_registration(task: NewTask, now: float) -> None:
         is_clean_text(task.owner) and PRINCIPAL_ARN_PATTERN.fullmatch(task.owner)
     ):
         raise RejectedMessageError("dead-letter registration: owner is not a principal ARN")
+    if task.forward_url is not None and not is_forwardable_url(task.forward_url):
+        raise RejectedMessageError("dead-letter registration: forward_url is not allowed")
 
 
 def _check_time(name: str, moment: float, now: float) -> None:

@@ -48,14 +48,27 @@ class PendingTasks:
     clock: Callable[[], float] = time.time
 
     def new(
-        self, task_id: str, request: CaptchaRequest, nonce: str | None, owner: str | None
+        self,
+        task_id: str,
+        request: CaptchaRequest,
+        nonce: str | None,
+        owner: str | None,
+        forward_url: str | None = None,
     ) -> NewTask:
         now = self.clock()
         first_check_after = first_poll_delay(
             request.method, self.expected_solve_seconds, self.callback_timeout_seconds
         )
         kept = request.without_secrets()
-        return NewTask(task_id, kept, now, now + first_check_after, nonce=nonce, owner=owner)
+        return NewTask(
+            task_id,
+            kept,
+            now,
+            now + first_check_after,
+            nonce=nonce,
+            owner=owner,
+            forward_url=forward_url,
+        )
 
 
 class SubmitService:
@@ -77,15 +90,24 @@ class SubmitService:
         self._on_provisional_discarded = on_provisional_discarded
 
     def submit(
-        self, request: CaptchaRequest, pingback: IssuedPingback, owner: str | None = None
+        self,
+        request: CaptchaRequest,
+        pingback: IssuedPingback,
+        owner: str | None = None,
+        forward_url: str | None = None,
     ) -> NewTask:
         """Provider first (it names the task), then PENDING: retried, else queued for replay.
 
         Only when the table and the dead-letter queue both refuse does the caller get an error,
-        and that error carries the provider's task id.
+        and that error carries the provider's task id. ``forward_url``: the worker's own
+        pingback URL (in.php's ``pingback``), kept with the task for the result's forward.
         """
         task = self.pending.new(
-            self._provider.submit(request, pingback.url), request, pingback.nonce, owner
+            self._provider.submit(request, pingback.url),
+            request,
+            pingback.nonce,
+            owner,
+            forward_url,
         )
         try:
             if self._record(task) is SubmissionOutcome.PROVISIONAL_DISCARDED:
