@@ -93,8 +93,12 @@ class Phase:
     invocations: dict[str, list[float]]
     table_calls: dict[str, int]
     seconds: float
+    log_bytes: dict[str, int] = field(default_factory=dict)
+    """What each function wrote to its log in the phase (its output and REPORT lines)."""
     websocket_messages: int = 0
     """Messages the WebSocket API carried in the phase, both ways."""
+    websocket_messages_in: int = 0
+    """Of which from the worker (subscribes): each an access-log line."""
     connection_seconds: float = 0.0
 
     @property
@@ -174,6 +178,7 @@ def _run_phase(
     stack.reset_calls()
     res_before = simulator.stats()["res_actions"]["get"]
     messages_before = _websocket_messages(stack)
+    messages_in_before = _websocket_messages(stack, "messages")
     started = time.time()
     waiter = ClientWaiter(
         stack.ready.api_url, stack.ready.region, variant.mode, stack.ready.websocket_url
@@ -199,17 +204,20 @@ def _run_phase(
         invocations={
             name: _durations_since(log_dir, name, offsets[name]) for name in CADENCE_FUNCTIONS
         },
+        log_bytes={name: _log_size(log_dir, name) - offsets[name] for name in CADENCE_FUNCTIONS},
         table_calls=_table_calls(stack.calls_report()["counts"]),
         seconds=seconds,
         websocket_messages=_websocket_messages(stack) - messages_before,
+        websocket_messages_in=_websocket_messages(stack, "messages") - messages_in_before,
         # The one connection the worker held (it connects at its first wait).
         connection_seconds=seconds if connected else 0.0,
     )
 
 
-def _websocket_messages(stack: LocalStack) -> int:
+def _websocket_messages(stack: LocalStack, *kinds: str) -> int:
+    """Messages so far: from workers ("messages") and posted to them ("posted")."""
     stats = stack.health().get("websocket_apis", {}).get(WEBSOCKET_API, {})
-    return int(stats.get("messages", 0)) + int(stats.get("posted", 0))
+    return sum(int(stats.get(kind, 0)) for kind in kinds or ("messages", "posted"))
 
 
 def _callback_arrivals(tasks: Iterable[dict[str, Any]]) -> dict[str, float]:
@@ -289,9 +297,11 @@ def wait_usage(phase: Phase, memory_mb: int) -> Usage:
     tasks = len(phase.tasks)
     gets = sum(task.gets for task in phase.tasks)
     calls = phase.table_calls
-    get_ms = _mean(phase.invocations.get("GetTaskFunction", [])) * gets
+    get_invocations = phase.invocations.get("GetTaskFunction", [])
+    get_ms = _mean(get_invocations) * gets
     pushes = phase.invocations.get("PushFunction", [])
     invocations = gets + len(pushes)
+    get_log_bytes = phase.log_bytes.get("GetTaskFunction", 0) / max(1, len(get_invocations))
     total = Usage(
         api_requests=gets,
         lambda_requests=invocations,
@@ -307,8 +317,11 @@ def wait_usage(phase: Phase, memory_mb: int) -> Usage:
             if name.split(":")[1] in {"UpdateItem", "PutItem", "DeleteItem"}
             and not name.startswith("PollerFunction")
         ),
-        log_bytes=invocations * ASSUMPTIONS.platform_log_bytes
-        + (gets + phase.websocket_messages) * ACCESS_LOG_LINE_BYTES,
+        # Each function's output (its REPORT lines standing for Lambda's), and an access-log
+        # line per API request and per WebSocket message in (posts to a connection have none).
+        log_bytes=gets * get_log_bytes
+        + phase.log_bytes.get("PushFunction", 0)
+        + (gets + phase.websocket_messages_in) * ACCESS_LOG_LINE_BYTES,
         traces=invocations * ASSUMPTIONS.trace_fixed_rate,
         websocket_messages=phase.websocket_messages,
         connection_minutes=phase.connection_seconds / 60,
@@ -479,7 +492,7 @@ def _details(figures: dict[str, dict[str, Any]]) -> list[str]:
                 number(figure["wait_usd_per_million_tasks"]),
             ]
         )
-    return markdown_table(
+    table = markdown_table(
         [
             "variant/phase",
             "solved in time",
@@ -498,3 +511,23 @@ def _details(figures: dict[str, dict[str, Any]]) -> list[str]:
         ],
         rows,
     )
+    breakdown = "The wait by service, USD per million tasks (no pingback lost):"
+    return [*table, "", breakdown, "", *_wait_breakdown(figures)]
+
+
+def _wait_breakdown(figures: dict[str, dict[str, Any]]) -> list[str]:
+    delivered = {key: f for key, f in figures.items() if key.endswith("/delivered")}
+    services = sorted(
+        {name for f in delivered.values() for name in f["wait_usd_per_million_tasks_by_service"]}
+    )
+    rows = [
+        [
+            key.split("/")[0],
+            *[
+                number(f["wait_usd_per_million_tasks_by_service"].get(name, 0.0), 3)
+                for name in services
+            ],
+        ]
+        for key, f in delivered.items()
+    ]
+    return markdown_table(["way of waiting", *services], rows)

@@ -452,6 +452,33 @@ def test_an_idle_invocation_ends_after_one_sweep(store: InMemoryTaskStore) -> No
     assert report.sweeps == 1 and len(moments) == 1
 
 
+def test_a_task_submitted_after_the_work_is_done_is_checked_in_the_same_invocation(
+    store: InMemoryTaskStore,
+) -> None:
+    """Given an invocation whose only task is recovered at once, when a task is submitted
+    20 s later, then it is checked when it comes due, before the invocation ends."""
+    pending(store, "1", first_poll=SUBMITTED + 20)
+    provider = FakeProvider(answers={"1": TOKEN, "2": TOKEN})
+    policy = dataclasses.replace(UNIT_POLL_POLICY, run_seconds=50, sweep_interval_seconds=5)
+    moments = [SUBMITTED + 20]
+
+    def sleep_and_submit(seconds: float) -> None:
+        moments.append(moments[-1] + seconds)
+        if moments[-1] == SUBMITTED + 40:
+            store.record_submission(NewTask("2", RECAPTCHA_REQUEST, SUBMITTED + 40, SUBMITTED + 55))
+
+    service = PollerService(
+        store,
+        provider,
+        policy,
+        SolveTimes(default_seconds=20),
+        clock=lambda: moments[-1],
+        sleep=sleep_and_submit,
+    )
+    report = service.run(remaining_seconds=lambda: 60 - (moments[-1] - moments[0]))
+    assert provider.requests == [["1"], ["2"]] and report.recovered == 2
+
+
 def test_a_second_invocation_does_not_sweep_while_the_first_holds_the_lease(
     store: InMemoryTaskStore,
 ) -> None:
@@ -491,7 +518,7 @@ def test_a_backlog_beyond_one_sweeps_budget_is_worked_off_by_the_next_sweeps(
     service, _ = _clocked(store, provider, policy)
     report = service.run(remaining_seconds=lambda: 60.0)
     assert (report.recovered, report.requests) == (39, 13)
-    assert report.sweeps == 4  # the last finds nothing due and nothing ahead
+    assert report.sweeps == 11  # having had work, it sweeps on to its end (0..50 s)
 
 
 def test_within_an_invocation_next_checks_are_written_once_at_its_end() -> None:

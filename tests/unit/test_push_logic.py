@@ -63,7 +63,7 @@ def test_a_gone_connection_is_forgotten_and_a_failed_push_counted() -> None:
     assert set(connections.connections) == {"flaky"}
 
 
-def test_on_subscribe_a_worker_gets_the_current_state_of_its_own_tasks_only() -> None:
+def test_on_subscribe_a_worker_gets_the_final_state_of_its_own_tasks_only() -> None:
     service, tasks, _, sender = pushing()
     task_of(tasks, "101", OWNER)
     task_of(tasks, "102", OWNER, solved=False)
@@ -72,10 +72,10 @@ def test_on_subscribe_a_worker_gets_the_current_state_of_its_own_tasks_only() ->
     service.subscribe("a", ["101", "102", "103", "999"], NOW)
     [(connection, message)] = sender.sent
     assert connection == "a" and message["type"] == "tasks"
-    assert [(t["task_id"], t["status"]) for t in message["tasks"]] == [
-        ("101", "SOLVED"),
-        ("102", "PENDING"),
-    ]
+    assert [(t["task_id"], t["status"]) for t in message["tasks"]] == [("101", "SOLVED")]
+    sender.sent.clear()
+    service.subscribe("a", ["102", "103"], NOW)
+    assert sender.sent == []  # nothing final of its own: no message
 
 
 def test_a_principal_holds_a_bounded_number_of_connections() -> None:

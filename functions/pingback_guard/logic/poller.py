@@ -123,7 +123,7 @@ class PollerService:
                 if report.account_error or report.stopped_early:
                     return report
                 next_sweep = now + self._policy.sweep_interval_seconds
-                if next_sweep > stop_at or not self._work_ahead(swept, stop_at):
+                if next_sweep > stop_at or not self._work_ahead(report, stop_at):
                     return report
                 self._sleep(max(0.0, next_sweep - self._clock()))
         except StoreError:
@@ -134,7 +134,9 @@ class PollerService:
             self._release_lease(holder)
 
     def _work_ahead(self, swept: SweepReport, stop_at: float) -> bool:
-        """Will a task be due before this invocation stops? Asks the index only when unsure."""
+        """Sweep on? Once this invocation has had work, to its end: a task submitted meanwhile
+        (a busy stack's next one) is then checked when due, not at the next scheduled minute.
+        An idle invocation asks the index whether a task comes due before it stops."""
         if swept.due or self._plans:
             return True
         # Overdue tasks count too: a sweep out of budget leaves them for the next one.

@@ -81,17 +81,23 @@ class PushService:
         self._connections.remove(connection_id)
 
     def subscribe(self, connection_id: str, task_ids: Sequence[str], now: float) -> PushReport:
-        """Answer the connection with the current state of those of ``task_ids`` its owner
-        owns (unknown and foreign ids are left out alike)."""
+        """Answer the connection with those of ``task_ids`` its owner owns that are final
+        (unknown, foreign and PENDING ids are left out alike; nothing final: no message)."""
         owner = self._connections.owner_of(connection_id)
         if owner is None:
             return PushReport(no_connection=1)
         views = []
         for task_id in task_ids:
             task = self._tasks.get(task_id)
-            if task is not None and may_access(task, owner):
+            if (
+                task is not None
+                and task.status is not TaskStatus.PENDING
+                and may_access(task, owner)
+            ):
                 views.append(task.view(now))
         report = PushReport()
+        if not views:
+            return report
         if self._post(connection_id, {"type": "tasks", "tasks": views}, report):
             self._connections.remove(connection_id)
         return report
