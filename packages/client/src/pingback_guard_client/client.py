@@ -21,6 +21,7 @@ from pingback_guard_client.errors import (
     ServiceUnavailable,
     TaskNotFound,
 )
+from pingback_guard_client.kinds import KindCalls
 from pingback_guard_client.models import PingbackUrl, Solution, TaskView
 from pingback_guard_client.signing import NoCredentials, signed_session
 from pingback_guard_client.transport import (
@@ -50,7 +51,7 @@ class RetryPolicy:
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
-class Client:
+class Client(KindCalls):
     """A worker's view of one pingback-guard stack.
 
     Client(api_url)  # SigV4 with the default AWS credential chain; region from the URL or config
@@ -95,7 +96,11 @@ class Client:
     def submit(self, /, method: str, sitekey: str, page_url: str, **extras: Any) -> str:
         """Submit a CAPTCHA through the stack (in.php with a per-task pingback); its task id."""
         body = {"method": method, "sitekey": sitekey, "page_url": page_url, "extras": extras}
-        answer = self._call("POST", "/tasks", body, resend_unanswered=False)
+        return self.submit_document(body)
+
+    def submit_document(self, document: Mapping[str, Any]) -> str:
+        """POST /tasks with a whole request document (in.php fields, or the SDK's names)."""
+        answer = self._call("POST", "/tasks", document, resend_unanswered=False)
         if answer.status == 503 and _field(answer, "task_id"):
             # The provider took the task but the stack could not record it: never submit twice.
             raise ServiceUnavailable(
