@@ -20,9 +20,11 @@ Image = bytes | str | os.PathLike[str]
 
 
 class _SubmitsDocuments(Protocol):
-    def submit_document(self, document: Mapping[str, Any]) -> str: ...
+    def submit_document(self, document: Mapping[str, Any]) -> tuple[str, float | None]: ...
 
-    def wait(self, task_id: str, timeout: float = ...) -> Solution: ...
+    def wait(
+        self, task_id: str, timeout: float = ..., first_look_after: float | None = ...
+    ) -> Solution: ...
 
 
 class KindCalls:
@@ -153,7 +155,8 @@ class KindCalls:
 
 
 def _solve(client: _SubmitsDocuments, document: Mapping[str, Any], timeout: float) -> Solution:
-    return client.wait(client.submit_document(document), timeout)
+    task_id, first_look_after = client.submit_document(document)
+    return client.wait(task_id, timeout, first_look_after)
 
 
 def image_base64(image: Image) -> str:
