@@ -37,7 +37,7 @@ from pingback_guard.domain.task import (
 from pingback_guard.domain.worker_keys import WorkerKey, digest_of, new_key
 from pingback_guard.logic.access import may_access
 from pingback_guard.logic.poll_schedule import PollPolicy
-from pingback_guard.provider.answers import ProviderAnswer, classify
+from pingback_guard.provider.answers import ProviderAnswer, classify_part
 from pingback_guard.queue.dead_letter import DeadLetter
 
 # The template's defaults: reCAPTCHA and hCaptcha 120 s, Turnstile 300 s.
@@ -382,7 +382,7 @@ class FakeProvider:
         if len(task_ids) > 1 and self.refuse_batches:
             self.refuse_batches -= 1
             raise ProviderBatchRefusedError("res.php get ids: answer out of shape")
-        return {tid: classify(self.answers.get(tid, "CAPCHA_NOT_READY")) for tid in task_ids}
+        return {tid: classify_part(self.answers.get(tid, "CAPCHA_NOT_READY")) for tid in task_ids}
 
     def report(self, task_id: str, *, good: bool) -> None:
         if self.report_failure:

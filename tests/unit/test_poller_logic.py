@@ -9,6 +9,7 @@ import pytest
 
 from pingback_guard.domain.errors import ProviderAccountError, ProviderRetryableError
 from pingback_guard.domain.task import (
+    CaptchaRequest,
     DeliveryPath,
     NewTask,
     StoreOutcome,
@@ -528,3 +529,24 @@ def test_no_more_writes_are_in_flight_than_the_policy_allows() -> None:
 
     # Then every task is written, never more than two at a time
     assert report.recovered == 6 and store.most_inside == 2
+
+
+def test_kinds_whose_answers_may_hold_a_pipe_are_polled_one_id_per_request(
+    store: InMemoryTaskStore,
+) -> None:
+    """Given GeeTest and image tasks due with reCAPTCHA ones, when swept, then only the
+    reCAPTCHA ones share an ids= request and each pipe-capable answer arrives whole."""
+    pending(store, "1", "2")
+    geetest = CaptchaRequest("geetest", {"gt": "g", "challenge": "c", "pageurl": "https://a.test"})
+    image = CaptchaRequest("base64", {"phrase": "1"})
+    store.record_submission(NewTask("3", geetest, SUBMITTED, SUBMITTED + 120))
+    store.record_submission(NewTask("4", image, SUBMITTED, SUBMITTED + 120))
+    seccode = '{"challenge":"c","validate":"v","seccode":"v|jordan"}'
+    provider = FakeProvider(answers={"3": seccode, "4": "two words | and a pipe"})
+    poller(store, provider).sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
+    assert sorted(provider.requests) == [["1", "2"], ["3"], ["4"]]
+    solved = (store.get("3"), store.get("4"))
+    assert [task.solution if task else None for task in solved] == [
+        seccode,
+        "two words | and a pipe",
+    ]

@@ -27,6 +27,7 @@ from pingback_guard.domain.errors import (
     StoreError,
 )
 from pingback_guard.domain.task import DeliveryPath, DueTask, StoreOutcome, TaskResult
+from pingback_guard.kinds.registry import polled_alone
 from pingback_guard.logic.poll_schedule import PollPolicy, SolveTimes
 from pingback_guard.logic.results import store_result
 from pingback_guard.provider.answers import AnswerKind, ProviderAnswer
@@ -226,8 +227,11 @@ class PollerService:
         return remaining_seconds() - self._policy.deadline_margin_seconds
 
     def _requests_for(self, tasks: Sequence[DueTask], now: float) -> list[list[DueTask]]:
+        """ids= batches of the kinds whose answers never hold '|'; every other task alone."""
         size = self._policy.ids_per_request if now >= self._batching_paused_until else 1
-        return [list(tasks[start : start + size]) for start in range(0, len(tasks), size)]
+        batchable = [task for task in tasks if not polled_alone(task.method)]
+        batches = [batchable[start : start + size] for start in range(0, len(batchable), size)]
+        return batches + [[task] for task in tasks if polled_alone(task.method)]
 
     def _deferred(self, task: DueTask, now: float, report: SweepReport) -> bool:
         """A task likely not solved yet, or checked a moment ago by a waiting worker's
