@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import boto3
-
-from infra.local.aws import FAKE_CREDENTIALS, WORKER
+from infra.local.aws import FAKE_CREDENTIALS, WORKER, fake_session
 from infra.local.stack import LocalOptions, LocalStack, ReadyInfo
 from infra.simulator import Simulator, SimulatorConfig
 from pingback_guard_cli import keys
@@ -75,16 +73,10 @@ def worker_lines(ready: ReadyInfo, compat_key: str, simulator_url: str | None) -
     return lines
 
 
-def issue_worker_key(ready: ReadyInfo) -> str:
-    session = boto3.Session(
-        aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-        aws_session_token=FAKE_CREDENTIALS["AWS_SESSION_TOKEN"],
-        region_name=ready.region,
-    )
-    aws = Aws(session, ready.aws_endpoint_url)
-    stack = find_stack(aws, ready.stack_name)
-    return keys.issue(aws, stack, WORKER.user_arn, "make up").key
+def issue_compat_key(ready: ReadyInfo, owner: str, label: str) -> str:
+    """A per-worker key of the local stack, as `pingback-guard keys issue` makes one."""
+    aws = Aws(fake_session(ready.region), ready.aws_endpoint_url)
+    return keys.issue(aws, find_stack(aws, ready.stack_name), owner, label).key
 
 
 def run_up(options: UpOptions, stop: threading.Event) -> None:
@@ -98,7 +90,8 @@ def run_up(options: UpOptions, stop: threading.Event) -> None:
         )
         with LocalStack(local) as stack:
             simulator_url = None if options.provider_url else base_url
-            lines = worker_lines(stack.ready, issue_worker_key(stack.ready), simulator_url)
+            compat_key = issue_compat_key(stack.ready, WORKER.user_arn, "make up")
+            lines = worker_lines(stack.ready, compat_key, simulator_url)
             print("\n".join(lines), flush=True)
             while not stop.wait(0.5):
                 pass

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-import boto3
 import pytest
 from twocaptcha import NetworkException, TwoCaptcha
 
@@ -19,10 +18,9 @@ from twocaptcha import NetworkException, TwoCaptcha
 from twocaptcha.exceptions.api import ApiException
 
 from infra.local import LocalStack
-from infra.local.aws import FAKE_CREDENTIALS, WORKER
+from infra.local.aws import OTHER_WORKER, WORKER
+from infra.local.up import issue_compat_key
 from infra.simulator import Simulator
-from pingback_guard_cli import keys
-from pingback_guard_cli.stack import Aws, find_stack
 from tests.local.support import QUICK_SOLVES
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(600)]
@@ -37,22 +35,9 @@ SITEKEY = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-"
 PAGE_URL = "https://2captcha.com/demo/recaptcha-v2"
 
 
-def issue_key(stack: LocalStack, owner: str) -> str:
-    """As `pingback-guard keys issue --owner OWNER` does."""
-    ready = stack.ready
-    session = boto3.Session(
-        aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-        aws_session_token=FAKE_CREDENTIALS["AWS_SESSION_TOKEN"],
-        region_name=ready.region,
-    )
-    aws = Aws(session, ready.aws_endpoint_url)
-    return keys.issue(aws, find_stack(aws, ready.stack_name), owner, "sdk test").key
-
-
 @pytest.fixture(scope="module")
 def worker_key(stack: LocalStack) -> str:
-    return issue_key(stack, WORKER.user_arn)
+    return issue_compat_key(stack.ready, WORKER.user_arn, "sdk test")
 
 
 @pytest.fixture
@@ -157,8 +142,6 @@ def test_another_owner_s_key_never_reads_the_task(
     stack: LocalStack, solver: TwoCaptcha, server: str
 ) -> None:
     task_id = solver.send(method="hcaptcha", sitekey="f7de0da3", pageurl=PAGE_URL)
-    other = TwoCaptcha(
-        issue_key(stack, "arn:aws:iam::123456789012:user/local-other"), server=server
-    )
+    other = TwoCaptcha(issue_compat_key(stack.ready, OTHER_WORKER.user_arn, "other"), server=server)
     with pytest.raises(ApiException, match="ERROR_WRONG_CAPTCHA_ID"):
         other.get_result(task_id)
