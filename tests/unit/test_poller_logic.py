@@ -11,12 +11,19 @@ from pingback_guard.domain.errors import ProviderAccountError, ProviderRetryable
 from pingback_guard.domain.task import (
     CaptchaRequest,
     DeliveryPath,
+    DueTask,
     NewTask,
     StoreOutcome,
     TaskResult,
     TaskStatus,
 )
-from pingback_guard.logic.poll_schedule import MAX_CHECKS_PER_TASK, PollPolicy, SolveTimes
+from pingback_guard.logic.poll_schedule import (
+    MAX_CHECKS_PER_TASK,
+    RIDING_CHECKS,
+    CheckSchedule,
+    PollPolicy,
+    SolveTimes,
+)
 from pingback_guard.logic.poller import PollerService
 from tests.fakes import (
     RECAPTCHA_REQUEST,
@@ -379,8 +386,37 @@ def test_one_invocation_sweeps_every_few_seconds_while_tasks_come_due(
     service, moments = _clocked(store, provider, policy)
     report = service.run(remaining_seconds=lambda: 60 - (moments[-1] - moments[0]))
     assert report.sweeps == 11 and moments[-1] - moments[0] == 50
-    assert ["2"] in provider.requests
+    assert any("2" in ids for ids in provider.requests)
     assert store.lease["until"] == moments[-1]  # released
+
+
+def test_a_task_checked_before_rides_along_in_a_request_made_for_another(
+    store: InMemoryTaskStore,
+) -> None:
+    """Given A checked at +20 (next check +28 by its gaps) and B first due at +25, the request
+    for B also asks about A: no request of its own, and A's lost pingback is found sooner."""
+    pending(store, "1", first_poll=SUBMITTED + 20)
+    store.record_submission(NewTask("2", RECAPTCHA_REQUEST, SUBMITTED + 5, SUBMITTED + 25))
+    provider = FakeProvider()
+    policy = dataclasses.replace(
+        UNIT_POLL_POLICY, backoff_base_seconds=5, run_seconds=5, sweep_interval_seconds=5
+    )
+    service, moments = _clocked(store, provider, policy)
+    service.run(remaining_seconds=lambda: 60 - (moments[-1] - moments[0]))
+    assert provider.requests == [["1"], ["2", "1"]]
+
+
+def test_a_task_rides_only_a_min_gap_after_its_last_check_and_for_its_first_checks(
+    store: InMemoryTaskStore,
+) -> None:
+    schedule = CheckSchedule(5, 60)
+    checked = DueTask("1", SUBMITTED + 40, SUBMITTED, 1, last_checked_at=SUBMITTED + 20)
+    likely = SUBMITTED + 20
+    assert schedule.may_ride(checked, SUBMITTED + 25, likely)
+    assert not schedule.may_ride(checked, SUBMITTED + 24, likely)
+    assert not schedule.may_ride(checked, SUBMITTED + 25, SUBMITTED + 30)
+    spent = dataclasses.replace(checked, poll_attempts=RIDING_CHECKS)
+    assert not schedule.may_ride(spent, SUBMITTED + 25, likely)
 
 
 def test_next_checks_not_written_by_the_deadline_leave_their_tasks_due(

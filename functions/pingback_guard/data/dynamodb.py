@@ -32,6 +32,7 @@ from pingback_guard.domain.task import (
     TaskResult,
     TaskStatus,
 )
+from pingback_guard.kinds.registry import lifetime_seconds
 from pingback_guard.settings import TableSettings
 
 if TYPE_CHECKING:
@@ -147,9 +148,15 @@ class DynamoDbTaskStore:
                 due=task.first_poll_at,
                 zero=0,
                 ttl=self._expiry(task.submitted_at),
-                lifetime=self._settings.token_lifetimes.for_method(task.request.method),
+                lifetime=self._lifetime_of(task.request.method),
             ),
         )
+
+    def _lifetime_of(self, method: str) -> float:
+        """An answer without a lifetime of its own (image text) stays usable while it is kept;
+        the API shows its usable_until as null (logic.get_task)."""
+        lifetime = lifetime_seconds(self._settings.token_lifetimes, method)
+        return self._settings.result_ttl_seconds if lifetime is None else lifetime
 
     def _discard_provisional(
         self, task: NewTask, described: Mapping[str, object]
@@ -542,19 +549,23 @@ class DynamoDbTaskStore:
 
     @staticmethod
     def _call(operation: str, send: Callable[..., Any], **request: Any) -> Any:
-        """Send one request; map boto errors to domain errors and refusals to ConditionRefused."""
-        try:
-            return send(**request)
-        except ClientError as error:
-            code = error.response.get("Error", {}).get("Code", "")
-            if code == CONDITION_FAILED:
-                raw_old: Mapping[str, Any] | None = error.response.get("Item")  # type: ignore[assignment]
-                raise ConditionRefused(_item_to_python(raw_old) if raw_old else None) from None
-            if code in UNAVAILABLE_ERROR_CODES:
-                raise StoreUnavailableError(f"DynamoDB {operation}: {code}") from None
-            raise StoreError(f"DynamoDB {operation} failed: {code}") from None
-        except BotoCoreError as error:
-            raise StoreUnavailableError(f"DynamoDB {operation}: {type(error).__name__}") from None
+        return dynamodb_call(operation, send, **request)
+
+
+def dynamodb_call(operation: str, send: Callable[..., Any], **request: Any) -> Any:
+    """Send one request; map boto errors to domain errors and refusals to ConditionRefused."""
+    try:
+        return send(**request)
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code", "")
+        if code == CONDITION_FAILED:
+            raw_old: Mapping[str, Any] | None = error.response.get("Item")  # type: ignore[assignment]
+            raise ConditionRefused(_item_to_python(raw_old) if raw_old else None) from None
+        if code in UNAVAILABLE_ERROR_CODES:
+            raise StoreUnavailableError(f"DynamoDB {operation}: {code}") from None
+        raise StoreError(f"DynamoDB {operation} failed: {code}") from None
+    except BotoCoreError as error:
+        raise StoreUnavailableError(f"DynamoDB {operation}: {type(error).__name__}") from None
 
 
 def _identity(task: NewTask) -> tuple[str, dict[str, object]]:
