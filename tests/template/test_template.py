@@ -175,6 +175,7 @@ CUSTOM_METRIC_ALARMS = {
     "SubmitNotRecordedAlarm": "SubmitNotRecorded",
     "ProvisionalResultDiscardedAlarm": "ProvisionalResultDiscarded",
     "TokenDeliveredUnusableAlarm": "TokenDeliveredUnusable",
+    "AnswerShapeMisfitAlarm": "AnswerShapeMisfit",
 }
 QUEUE_ALARMS = {
     "PollerFailedEventsAlarm": ("PollerFailedEventsQueue", "ApproximateNumberOfMessagesVisible"),
@@ -825,6 +826,7 @@ PUBLIC_ON_PURPOSE = {
     "RecaptchaTokenLifetimeSeconds",
     "HcaptchaTokenLifetimeSeconds",
     "TurnstileTokenLifetimeSeconds",
+    "GeetestTokenLifetimeSeconds",
 }
 
 
@@ -882,6 +884,8 @@ def test_required_parameters_and_defaults(template: dict[str, Any]) -> None:
         "RecaptchaTokenLifetimeSeconds": 120,
         "HcaptchaTokenLifetimeSeconds": 120,
         "TurnstileTokenLifetimeSeconds": 300,
+        "GeetestTokenLifetimeSeconds": 120,
+        "CloudflareClearanceLifetimeSeconds": 1800,
         "ReportWindowSeconds": 900,
     }
     for name, default in expected_defaults.items():
