@@ -7,6 +7,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from pingback_guard.domain.task import NewTask
+from pingback_guard.logic.get_task import Lookup, ReadThroughOutcome
 from pingback_guard.logic.results import Delivery
 
 logger = Logger()
@@ -44,3 +45,17 @@ def count_provisional_discarded(task: NewTask) -> None:
     """A result with another nonce (or none) sat under this new task's id: forged or stale."""
     metrics.add_metric(name="ProvisionalResultDiscarded", unit=MetricUnit.Count, value=1)
     logger.warning("provisional result discarded", extra={"task_id": task.task_id})
+
+
+def record_read_through(task_id: str, found: Lookup) -> None:
+    """The metrics of a read that checked res.php (GET /tasks/{id}, res.php get)."""
+    if found.read_through is None:
+        return
+    metrics.add_metric(name=found.read_through.value, unit=MetricUnit.Count, value=1)
+    if found.delivery is not None:
+        emit_delivery(found.delivery)
+    if found.read_through in {ReadThroughOutcome.ERROR, ReadThroughOutcome.ACCOUNT_ERROR}:
+        logger.warning(
+            "read-through failed; answered PENDING",
+            extra={"task_id": task_id, "reason": found.error},
+        )

@@ -344,3 +344,64 @@ def clamped_poller_settings(settings: PollerSettings) -> tuple[PollerSettings, l
     )
     clamped = replace(settings.policy, backoff_base_seconds=maximum)
     return replace(settings, policy=clamped), [warning]
+
+
+# API Gateway closes a WebSocket connection after 2 hours at most: a record outliving that is stale.
+DEFAULT_PUSH_CONNECTION_TTL_SECONDS = 7200
+DEFAULT_PUSH_MAX_CONNECTIONS_PER_OWNER = 100
+
+
+@dataclass(frozen=True)
+class PushSettings:
+    table: TableSettings
+    management_endpoint: str
+    """The WebSocket API's @connections endpoint: https://{api}.execute-api.{region}.../{stage}."""
+    connection_ttl_seconds: int
+    max_connections_per_owner: int
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> PushSettings:
+        env = _Env(environ)
+        return cls(
+            table=TableSettings.from_env(env),
+            management_endpoint=env.provider_url("PUSH_MANAGEMENT_ENDPOINT"),
+            connection_ttl_seconds=env.integer(
+                "PUSH_CONNECTION_TTL_SECONDS", 60, 86400, DEFAULT_PUSH_CONNECTION_TTL_SECONDS
+            ),
+            max_connections_per_owner=env.integer(
+                "PUSH_MAX_CONNECTIONS_PER_OWNER", 1, 1000, DEFAULT_PUSH_MAX_CONNECTIONS_PER_OWNER
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class CompatSubmitSettings:
+    """in.php on the stack's API: a submit like POST /tasks, with per-worker keys."""
+
+    submit: SubmitSettings
+    worker_keys_table: str
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> CompatSubmitSettings:
+        return cls(
+            submit=SubmitSettings.from_env(environ),
+            worker_keys_table=_Env(environ).text("WORKER_KEYS_TABLE_NAME"),
+        )
+
+
+@dataclass(frozen=True)
+class CompatResultSettings:
+    """res.php on the stack's API: GET /tasks/{id}'s read, the report and the balance."""
+
+    get_task: GetTaskSettings
+    report_window_seconds: float
+    worker_keys_table: str
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> CompatResultSettings:
+        env = _Env(environ)
+        return cls(
+            get_task=GetTaskSettings.from_env(environ),
+            report_window_seconds=ReportSettings.from_env(environ).report_window_seconds,
+            worker_keys_table=env.text("WORKER_KEYS_TABLE_NAME"),
+        )

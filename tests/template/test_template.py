@@ -43,6 +43,7 @@ FUNCTION_ENV = {
         "PUBLIC_BASE_URL",
         "CALLBACK_TIMEOUT_SECONDS",
     },
+    "PushFunction": {"PUSH_MANAGEMENT_ENDPOINT"},
     "GetTaskFunction": {
         "ADMIN_PRINCIPAL_ARN",
         "PROVIDER_BASE_URL",
@@ -67,6 +68,23 @@ FUNCTION_ENV = {
         "PINGBACK_VERIFICATION_TOKEN",
     },
     "ReplayFunction": set(),
+    "CompatSubmitFunction": {
+        "WORKER_KEYS_TABLE_NAME",
+        "CALLBACK_SECRET_ID",
+        "DEAD_LETTER_QUEUE_URL",
+        "PROVIDER_BASE_URL",
+        "PROVIDER_API_KEY_PARAMETER",
+        "PUBLIC_BASE_URL",
+        "CALLBACK_TIMEOUT_SECONDS",
+    },
+    "CompatResultFunction": {
+        "WORKER_KEYS_TABLE_NAME",
+        "ADMIN_PRINCIPAL_ARN",
+        "PROVIDER_BASE_URL",
+        "PROVIDER_API_KEY_PARAMETER",
+        "READ_THROUGH_INTERVAL_SECONDS",
+        "REPORT_WINDOW_SECONDS",
+    },
     "PollerFunction": {
         "PROVIDER_BASE_URL",
         "PROVIDER_API_KEY_PARAMETER",
@@ -92,6 +110,14 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
         "dynamodb:UpdateItem": {TABLE},
         "ssm:GetParameter": {"ProviderApiKeyParameterName"},
     },
+    # Writes only under the "#push-" keys (a LeadingKeys condition: test_push_writes_no_task).
+    "PushFunction": {
+        "dynamodb:GetItem": {TABLE},
+        "dynamodb:PutItem": {TABLE},
+        "dynamodb:UpdateItem": {TABLE},
+        "dynamodb:DeleteItem": {TABLE},
+        "execute-api:ManageConnections": {"PushApi", "PushApiStage"},
+    },
     # No queue: a worker whose registration gets a 503 retries it (registration is idempotent).
     "RegisterFunction": {
         "dynamodb:UpdateItem": {TABLE},
@@ -113,6 +139,19 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
         "sqs:DeleteMessage": {"DeadLetterQueue"},
         "sqs:ChangeMessageVisibility": {"DeadLetterQueue"},
         "sqs:GetQueueAttributes": {"DeadLetterQueue"},
+    },
+    # in.php / res.php: the submit's and the reads' grants, plus reading a worker key's record.
+    "CompatSubmitFunction": {
+        "dynamodb:GetItem": {"WorkerKeysTable"},
+        "dynamodb:UpdateItem": {TABLE},
+        "sqs:SendMessage": {"DeadLetterQueue"},
+        "secretsmanager:GetSecretValue": {"CallbackSecret"},
+        "ssm:GetParameter": {"ProviderApiKeyParameterName"},
+    },
+    "CompatResultFunction": {
+        "dynamodb:GetItem": {TABLE, "WorkerKeysTable"},
+        "dynamodb:UpdateItem": {TABLE},
+        "ssm:GetParameter": {"ProviderApiKeyParameterName"},
     },
     "PollerFunction": {
         "dynamodb:Query": {TABLE},
@@ -181,6 +220,8 @@ OUTPUTS = {
     "CallbackSecretArn",
     "EventBusName",
     "ResultEventsDeadLetterQueueUrl",
+    "WebSocketUrl",
+    "WorkerKeysTableName",
 }
 
 
@@ -262,7 +303,12 @@ def test_function_environment(
     own = functions(resources)[function]["Properties"].get("Environment", {}).get("Variables", {})
     merged = set(template["Globals"]["Function"]["Environment"]["Variables"]) | set(own)
     assert COMMON_ENV | FUNCTION_ENV[function] <= merged
-    secret_users = {"CallbackFunction", "SubmitFunction", "RegisterFunction"}
+    secret_users = {
+        "CallbackFunction",
+        "SubmitFunction",
+        "RegisterFunction",
+        "CompatSubmitFunction",
+    }
     if function in secret_users:
         assert own["CALLBACK_SECRET_ID"] == {"Ref": "CallbackSecret"}
     else:
@@ -280,6 +326,8 @@ def test_timeouts_leave_the_poller_room_and_fit_the_api(resources: dict[str, Any
         "CallbackFunction",
         "RegisterFunction",
         "ReportFunction",
+        "CompatSubmitFunction",
+        "CompatResultFunction",
     ):
         assert timeouts[name] <= 29
     assert timeouts["PollerFunction"] >= 30
@@ -346,6 +394,29 @@ def test_callback_routes_are_public(resources: dict[str, Any]) -> None:
     for event in events:
         assert event["ApiId"] == {"Ref": "HttpApi"}
         assert "Auth" not in event
+
+
+def test_the_2captcha_routes_are_at_the_api_root_with_key_auth(resources: dict[str, Any]) -> None:
+    """An SDK's server= reaches https://{server}/in.php and /res.php; its key= is the auth."""
+    for function, path in (
+        ("CompatSubmitFunction", "/in.php"),
+        ("CompatResultFunction", "/res.php"),
+    ):
+        events = http_events(resources, function)
+        assert {(event["Method"], event["Path"]) for event in events} == {
+            ("GET", path),
+            ("POST", path),
+        }
+        for event in events:
+            assert event["ApiId"] == {"Ref": "HttpApi"}
+            assert "Auth" not in event
+
+
+def test_worker_keys_table_keeps_hashes_by_key_id(resources: dict[str, Any]) -> None:
+    table = resources["WorkerKeysTable"]["Properties"]
+    assert table["KeySchema"] == [{"AttributeName": "key_id", "KeyType": "HASH"}]
+    assert table["SSESpecification"] == {"SSEEnabled": True}
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
 
 
 def test_translated_api_secures_only_the_task_routes(translated: dict[str, Any]) -> None:
@@ -1060,3 +1131,30 @@ def test_kms_grant_to_cloudwatch_is_scoped_to_this_stacks_alarms(
 def test_powertools_layer_is_pinned(template: dict[str, Any]) -> None:
     default = template["Parameters"]["PowertoolsLayerArn"]["Default"]
     assert re.fullmatch(r"/aws/service/powertools/python/arm64/python3\.12/3\.\d+\.\d+", default)
+
+
+def test_push_writes_no_task(resources: dict[str, Any]) -> None:
+    """PushFunction reads tasks but writes only its connection records ("#push-" keys)."""
+    writes = [
+        statement
+        for statement in role_statements(resources, "PushFunction")
+        if any(action != "dynamodb:GetItem" for action in as_list(statement["Action"]))
+        and any(action.startswith("dynamodb:") for action in as_list(statement["Action"]))
+    ]
+    assert [w["Condition"] for w in writes] == [
+        {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["#push-*"]}}
+    ]
+
+
+def test_push_connect_needs_iam_and_the_push_rule_reads_the_result_bus(
+    resources: dict[str, Any],
+) -> None:
+    routes = of_type(resources, "AWS::ApiGatewayV2::Route")
+    auth = {
+        body["Properties"]["RouteKey"]: body["Properties"].get("AuthorizationType")
+        for body in routes.values()
+    }
+    assert auth == {"$connect": "AWS_IAM", "$disconnect": None, "subscribe": None}
+    rule = resources["PushFunction"]["Properties"]["Events"]["FinalResults"]["Properties"]
+    assert rule["EventBusName"] == {"Ref": "ResultEventBus"}
+    assert rule["Pattern"] == {"source": ["pingback-guard"], "detail-type": ["Task Result"]}

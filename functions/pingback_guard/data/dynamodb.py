@@ -123,13 +123,18 @@ class DynamoDbTaskStore:
         self, task: NewTask, described: Mapping[str, object], *, condition: str, remove: str = ""
     ) -> None:
         identity, identity_values = _identity(task)
-        names = {"#method": "method", "#status": "status", **_identity_names(task)}
+        names = {
+            "#method": "method",
+            "#fields": "fields",
+            "#status": "status",
+            **_identity_names(task),
+        }
         if "#error" in remove:
             names["#error"] = "error"
         self._update(
             task.task_id,
-            "SET #method = :method, sitekey = :sitekey, page_url = :page_url,"
-            " extras = :extras, submitted_at = :submitted_at, #status = :pending,"
+            "SET #method = :method, #fields = :fields,"
+            " submitted_at = :submitted_at, #status = :pending,"
             " due_shard = :shard, due_at = :due, poll_attempts = :zero, expires_at = :ttl,"
             f" token_lifetime_seconds = :lifetime{identity}{remove}",
             condition=condition,
@@ -169,10 +174,10 @@ class DynamoDbTaskStore:
         try:
             self._update(
                 task.task_id,
-                "SET #method = :method, sitekey = :sitekey, page_url = :page_url,"
-                f" extras = :extras, submitted_at = :submitted_at, expires_at = :ttl{identity}",
+                "SET #method = :method, #fields = :fields,"
+                f" submitted_at = :submitted_at, expires_at = :ttl{identity}",
                 condition="nonce = :nonce AND attribute_not_exists(submitted_at)",
-                names={"#method": "method", **_identity_names(task)},
+                names={"#method": "method", "#fields": "fields", **_identity_names(task)},
                 values=_values(**described, **identity_values, ttl=self._expiry(task.submitted_at)),
             )
         except ConditionRefused:
@@ -537,23 +542,28 @@ class DynamoDbTaskStore:
 
     @staticmethod
     def _call(operation: str, send: Callable[..., Any], **request: Any) -> Any:
-        """Send one request; map boto errors to domain errors and refusals to ConditionRefused."""
-        try:
-            return send(**request)
-        except ClientError as error:
-            code = error.response.get("Error", {}).get("Code", "")
-            if code == CONDITION_FAILED:
-                raw_old: Mapping[str, Any] | None = error.response.get("Item")  # type: ignore[assignment]
-                raise ConditionRefused(_item_to_python(raw_old) if raw_old else None) from None
-            if code in UNAVAILABLE_ERROR_CODES:
-                raise StoreUnavailableError(f"DynamoDB {operation}: {code}") from None
-            raise StoreError(f"DynamoDB {operation} failed: {code}") from None
-        except BotoCoreError as error:
-            raise StoreUnavailableError(f"DynamoDB {operation}: {type(error).__name__}") from None
+        return dynamodb_call(operation, send, **request)
+
+
+def dynamodb_call(operation: str, send: Callable[..., Any], **request: Any) -> Any:
+    """Send one request; map boto errors to domain errors and refusals to ConditionRefused."""
+    try:
+        return send(**request)
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code", "")
+        if code == CONDITION_FAILED:
+            raw_old: Mapping[str, Any] | None = error.response.get("Item")  # type: ignore[assignment]
+            raise ConditionRefused(_item_to_python(raw_old) if raw_old else None) from None
+        if code in UNAVAILABLE_ERROR_CODES:
+            raise StoreUnavailableError(f"DynamoDB {operation}: {code}") from None
+        raise StoreError(f"DynamoDB {operation} failed: {code}") from None
+    except BotoCoreError as error:
+        raise StoreUnavailableError(f"DynamoDB {operation}: {type(error).__name__}") from None
 
 
 def _identity(task: NewTask) -> tuple[str, dict[str, object]]:
-    """The SET clause and values of a registration's nonce and owner, when it has them."""
+    """The SET clause and values of a registration's nonce, owner and forward URL, when it has
+    them."""
     clause = ""
     values: dict[str, object] = {}
     if task.nonce is not None:
@@ -562,6 +572,9 @@ def _identity(task: NewTask) -> tuple[str, dict[str, object]]:
     if task.owner is not None:
         clause += ", #owner = :owner"
         values["owner"] = task.owner
+    if task.forward_url is not None:
+        clause += ", forward_url = :forward_url"
+        values["forward_url"] = task.forward_url
     return clause, values
 
 
@@ -626,14 +639,7 @@ def _task_from_item(item: Mapping[str, Any]) -> Task:
     return Task(
         task_id=str(item["task_id"]),
         status=TaskStatus(item["status"]),
-        request=CaptchaRequest(
-            method=str(item["method"]),
-            sitekey=str(item.get("sitekey", "")),
-            page_url=str(item.get("page_url", "")),
-            extras={str(k): str(v) for k, v in dict(item.get("extras", {})).items()},
-        )
-        if has_request
-        else None,
+        request=CaptchaRequest.from_document(item) if has_request else None,
         submitted_at=_float_or_none(item.get("submitted_at")),
         received_at=_float_or_none(item.get("received_at")),
         solution=item.get("solution"),
@@ -649,6 +655,7 @@ def _task_from_item(item: Mapping[str, Any]) -> Task:
         read_through_at=_float_or_none(item.get("read_through_at")),
         reported=ReportVerdict(item["reported"]) if item.get("reported") else None,
         reported_at=_float_or_none(item.get("reported_at")),
+        forward_url=_text_or_none(item.get("forward_url")),
     )
 
 

@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard.domain.task import is_clean_text
-from pingback_guard.handlers.responses import json_response
+from pingback_guard.handlers.responses import ApiError, error_response
 
 MAX_PRINCIPAL_ARN_LENGTH = 2048
 
@@ -25,7 +25,15 @@ MAX_PRINCIPAL_ARN_LENGTH = 2048
 def caller_principal(event: APIGatewayProxyEventV2 | Mapping[str, Any]) -> str | None:
     """``requestContext.authorizer.iam.userArn``, or None when absent or not a usable ARN."""
     raw = event.raw_event if isinstance(event, APIGatewayProxyEventV2) else event
-    arn = _path(raw, "requestContext", "authorizer", "iam", "userArn")
+    return _principal_arn(_path(raw, "requestContext", "authorizer", "iam", "userArn"))
+
+
+def websocket_caller(event: Mapping[str, Any]) -> str | None:
+    """A WebSocket API's `$connect` with IAM auth: ``requestContext.identity.userArn``."""
+    return _principal_arn(_path(event, "requestContext", "identity", "userArn"))
+
+
+def _principal_arn(arn: object) -> str | None:
     if not is_clean_text(arn) or not str(arn).startswith("arn:"):
         return None
     text = str(arn)
@@ -42,7 +50,7 @@ def own_task_route(
         request = APIGatewayProxyEventV2(event)
         principal = caller_principal(request)
         if principal is None:
-            return json_response(403, {"error": "forbidden"})
+            return error_response(403, ApiError.FORBIDDEN, "no IAM principal")
         return route(request, principal)
 
     return handler

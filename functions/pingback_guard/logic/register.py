@@ -19,19 +19,21 @@ from pingback_guard.domain.task import (
     is_clean_text,
     normalise_task_id,
 )
-from pingback_guard.logic.submit import (
-    MAX_PAGE_URL_LENGTH,
-    InvalidSubmissionError,
-    PendingTasks,
-    parse_submission,
-)
+from pingback_guard.kinds.fields import MAX_URL_BYTES
+from pingback_guard.kinds.json_fields import request_from_json
+from pingback_guard.logic.submit import PendingTasks
 
-REGISTRATION_FIELDS = frozenset({"pingback_url", "method", "sitekey", "page_url", "extras"})
 CALLBACK_PATH_PREFIX = "/callback/"
+NOT_ISSUED = "pingback_url must be a URL issued by POST /pingback-urls"
 
 
 class InvalidRegistrationError(ValueError):
-    """A registration that cannot be recorded; the message is a reason that never echoes input."""
+    """A registration's task id or pingback URL that cannot be recorded; the message is a reason
+    that never echoes input. A bad CAPTCHA field is an InvalidFieldError."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(reason)
+        self.field = field
 
 
 class RegistrationOutcome(StrEnum):
@@ -48,30 +50,30 @@ class RegistrationRequest:
 
 
 def parse_registration(raw_task_id: object, document: object) -> RegistrationRequest:
+    """InvalidRegistrationError for the task id or pingback URL, InvalidFieldError for the rest.
+
+    The worker submitted the task itself: its secrets (proxy, cookies, images) are not needed and
+    never kept."""
     try:
         task_id = normalise_task_id(raw_task_id)
     except ValueError:
-        raise InvalidRegistrationError("task_id must be 1 to 20 digits") from None
+        raise InvalidRegistrationError("task_id", "task_id must be 1 to 20 digits") from None
     if not isinstance(document, Mapping):
-        raise InvalidRegistrationError("body must be a JSON object")
-    unknown = set(document) - REGISTRATION_FIELDS
-    if unknown:
-        raise InvalidRegistrationError(f"unknown fields: {len(unknown)}")
-    try:
-        request = parse_submission({k: v for k, v in document.items() if k != "pingback_url"})
-    except InvalidSubmissionError as error:
-        raise InvalidRegistrationError(str(error)) from None
-    return RegistrationRequest(task_id, request, _capability_of(document.get("pingback_url")))
+        raise InvalidRegistrationError("body", "body must be a JSON object")
+    capability = _capability_of(document.get("pingback_url"))
+    described = {name: value for name, value in document.items() if name != "pingback_url"}
+    request = request_from_json(described, secrets_sent=False).without_secrets()
+    return RegistrationRequest(task_id, request, capability)
 
 
 def _capability_of(url: object) -> str:
     """The last path segment of ``.../callback/<capability>``; the caller checks its MAC."""
-    if not is_clean_text(url) or len(str(url)) > MAX_PAGE_URL_LENGTH:
-        raise InvalidRegistrationError("pingback_url must be a URL issued by POST /pingback-urls")
+    if not is_clean_text(url) or len(str(url)) > MAX_URL_BYTES:
+        raise InvalidRegistrationError("pingback_url", NOT_ISSUED)
     parts = urlsplit(str(url))
     _, found, capability = parts.path.rpartition(CALLBACK_PATH_PREFIX)
     if parts.scheme not in {"http", "https"} or not parts.netloc or not found or "/" in capability:
-        raise InvalidRegistrationError("pingback_url must be a URL issued by POST /pingback-urls")
+        raise InvalidRegistrationError("pingback_url", NOT_ISSUED)
     return capability
 
 

@@ -13,7 +13,7 @@ import boto3
 import click
 from rich.text import Text
 
-from pingback_guard_cli import queues, secret, status, tasks
+from pingback_guard_cli import keys, queues, secret, status, tasks
 from pingback_guard_cli.context import Context
 from pingback_guard_cli.errors import ExitCode, failure_of
 from pingback_guard_cli.output import (
@@ -357,6 +357,10 @@ def _age(seconds: float | None, visible: int) -> Text:
     if seconds is not None:
         return Text(duration(seconds), justify="right")
     return Text("no data" if visible else "-", justify="right")
+
+
+# Command groups defined in their own modules.
+cli.add_command(keys.keys_group)
 
 
 def run(argv: Sequence[str] | None = None, session: boto3.Session | None = None) -> int:
