@@ -33,6 +33,8 @@ COMMON_ENV = {
     "RECAPTCHA_TOKEN_LIFETIME_SECONDS",
     "HCAPTCHA_TOKEN_LIFETIME_SECONDS",
     "TURNSTILE_TOKEN_LIFETIME_SECONDS",
+    "GEETEST_TOKEN_LIFETIME_SECONDS",
+    "CLOUDFLARE_CLEARANCE_LIFETIME_SECONDS",
 }
 FUNCTION_ENV = {
     "SubmitFunction": {
@@ -173,6 +175,7 @@ CUSTOM_METRIC_ALARMS = {
     "SubmitNotRecordedAlarm": "SubmitNotRecorded",
     "ProvisionalResultDiscardedAlarm": "ProvisionalResultDiscarded",
     "TokenDeliveredUnusableAlarm": "TokenDeliveredUnusable",
+    "AnswerShapeMisfitAlarm": "AnswerShapeMisfit",
 }
 QUEUE_ALARMS = {
     "PollerFailedEventsAlarm": ("PollerFailedEventsQueue", "ApproximateNumberOfMessagesVisible"),
@@ -823,6 +826,7 @@ PUBLIC_ON_PURPOSE = {
     "RecaptchaTokenLifetimeSeconds",
     "HcaptchaTokenLifetimeSeconds",
     "TurnstileTokenLifetimeSeconds",
+    "GeetestTokenLifetimeSeconds",
 }
 
 
@@ -880,6 +884,8 @@ def test_required_parameters_and_defaults(template: dict[str, Any]) -> None:
         "RecaptchaTokenLifetimeSeconds": 120,
         "HcaptchaTokenLifetimeSeconds": 120,
         "TurnstileTokenLifetimeSeconds": 300,
+        "GeetestTokenLifetimeSeconds": 120,
+        "CloudflareClearanceLifetimeSeconds": 1800,
         "ReportWindowSeconds": 900,
     }
     for name, default in expected_defaults.items():
