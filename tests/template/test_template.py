@@ -276,7 +276,7 @@ def test_globals_environment(template: dict[str, Any]) -> None:
     assert variables["POWERTOOLS_TRACER_CAPTURE_RESPONSE"] == "false"
 
 
-def test_exactly_the_six_functions_with_their_handlers(resources: dict[str, Any]) -> None:
+def test_exactly_the_listed_functions_with_their_handlers(resources: dict[str, Any]) -> None:
     found = {name: body["Properties"]["Handler"] for name, body in functions(resources).items()}
     assert found == FUNCTIONS
 
