@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from pingback_guard.domain.task import CaptchaRequest
+from pingback_guard.domain.task import CaptchaRequest, TokenLifetimes
 from pingback_guard.kinds import (
     bls,
     cloudflare_challenge,
@@ -122,3 +122,20 @@ def _largest_request_bytes() -> int:
 
 
 MAX_REQUEST_BYTES = _largest_request_bytes()
+
+
+def lifetime_seconds(lifetimes: TokenLifetimes, method: str | None) -> float | None:
+    """The method's answer lifetime; None for an answer without one (image text, BLS cells);
+    the shortest for a method the stack does not know (never fresh when it may not be)."""
+    kind = kind_of(method)
+    if kind is None:
+        return lifetimes.shortest
+    return lifetimes.named(kind.lifetime) if kind.lifetime else None
+
+
+def expected_solve_seconds(method: str | None, browser_default: float) -> float:
+    """When a task of this method is likely solved, before any is learned: the kind's own figure
+    (images and BLS are read in seconds), else ``browser_default`` (ExpectedSolveSeconds)."""
+    kind = kind_of(method)
+    own = kind.expected_solve_seconds if kind else None
+    return browser_default if own is None else own
