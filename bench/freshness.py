@@ -19,7 +19,7 @@ import re
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -287,30 +287,50 @@ def _table_calls(counts: Sequence[dict[str, Any]]) -> dict[str, int]:
 # ------------------------------------------------------------------ figures
 
 
-def wait_usage(phase: Phase, memory_mb: int) -> Usage:
-    """What the worker's waiting costs per task: its GETs (API request, GetTask invocation,
-    the table requests GetTask made) and push (PushFunction invocations and table requests,
-    WebSocket messages both ways, the connection's minutes), with Lambda's platform log lines,
-    an access log line per request or message, and X-Ray's 5%. The poller is not in it: it
-    sweeps whether anyone waits or not (the stack's cost, section 5). Table requests are priced
-    at one unit each (a lower bound: a read-through result write costs 3-5)."""
+@dataclass(frozen=True)
+class Deployed:
+    """What the template deploys a function with, as far as its cost goes."""
+
+    memory_mb: int
+    traced: bool
+
+
+def deployed(function: str) -> Deployed:
+    template = project_template()
+    own = template["Resources"][function]["Properties"]
+    defaults = template["Globals"]["Function"]
+    return Deployed(
+        memory_mb=int(own.get("MemorySize", defaults["MemorySize"])),
+        traced=own.get("Tracing", defaults["Tracing"]) == "Active",
+    )
+
+
+def wait_usage(phase: Phase, functions: Mapping[str, Deployed]) -> Usage:
+    """What the worker's waiting costs per task: its GETs (API request, GetTask invocation at
+    its mean duration, the table requests GetTask made) and push (PushFunction invocations,
+    durations and table requests, WebSocket messages both ways, the connection's minutes), with
+    each function's log output, an access-log line per request or message in, and X-Ray's 5%
+    of traced invocations. The poller is not in it: it sweeps whether anyone waits or not (the
+    stack's cost, section 5); nor is the one GET per task the harness makes after the wait to
+    read the view. Table requests are priced at one unit each (a lower bound: a read-through
+    result write costs 3-5)."""
     tasks = len(phase.tasks)
     gets = sum(task.gets for task in phase.tasks)
     calls = phase.table_calls
     get_invocations = phase.invocations.get("GetTaskFunction", [])
-    get_ms = _mean(get_invocations) * gets
     pushes = phase.invocations.get("PushFunction", [])
-    invocations = gets + len(pushes)
+    get, push = functions["GetTaskFunction"], functions["PushFunction"]
     get_log_bytes = phase.log_bytes.get("GetTaskFunction", 0) / max(1, len(get_invocations))
     total = Usage(
         api_requests=gets,
-        lambda_requests=invocations,
-        lambda_gb_seconds=memory_mb / 1024 * (get_ms + sum(pushes)) / 1000,
-        read_units=sum(
-            count
-            for name, count in calls.items()
-            if name.endswith(":GetItem") and not name.startswith("PollerFunction")
-        ),
+        lambda_requests=gets + len(pushes),
+        lambda_gb_seconds=(
+            get.memory_mb * _mean(get_invocations) * gets + push.memory_mb * sum(pushes)
+        )
+        / 1024
+        / 1000,
+        read_units=max(0, calls.get("GetTaskFunction:GetItem", 0) - tasks)
+        + calls.get("PushFunction:GetItem", 0),
         write_units=sum(
             count
             for name, count in calls.items()
@@ -322,7 +342,7 @@ def wait_usage(phase: Phase, memory_mb: int) -> Usage:
         log_bytes=gets * get_log_bytes
         + phase.log_bytes.get("PushFunction", 0)
         + (gets + phase.websocket_messages_in) * ACCESS_LOG_LINE_BYTES,
-        traces=invocations * ASSUMPTIONS.trace_fixed_rate,
+        traces=ASSUMPTIONS.trace_fixed_rate * (gets * get.traced + len(pushes) * push.traced),
         websocket_messages=phase.websocket_messages,
         connection_minutes=phase.connection_seconds / 60,
     )
@@ -337,9 +357,11 @@ def usd_per_million(usage: Usage) -> float:
     return sum(cost_by_service(usage.times(MILLION)).values())
 
 
-def phase_figures(phase: Phase, lifetime: float, memory_mb: int) -> dict[str, Any]:
+def phase_figures(
+    phase: Phase, lifetime: float, functions: Mapping[str, Deployed]
+) -> dict[str, Any]:
     solved = phase.solved
-    usage = wait_usage(phase, memory_mb)
+    usage = wait_usage(phase, functions)
     return {
         "variant": phase.variant,
         "pingbacks_lost": phase.pingbacks_lost,
@@ -383,10 +405,10 @@ def phase_figures(phase: Phase, lifetime: float, memory_mb: int) -> dict[str, An
 
 
 def freshness_outcome(phases: Sequence[Phase], lifetime: float) -> SectionOutcome:
-    memory_mb = int(project_template()["Globals"]["Function"]["MemorySize"])
+    functions = {name: deployed(name) for name in WAIT_FUNCTIONS}
     figures = {
         f"{phase.variant}/{'lost' if phase.pingbacks_lost else 'delivered'}": phase_figures(
-            phase, lifetime, memory_mb
+            phase, lifetime, functions
         )
         for phase in phases
     }

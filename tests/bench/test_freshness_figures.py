@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bench.freshness import (
+    Deployed,
     Phase,
     TaskRun,
     freshness_outcome,
@@ -47,6 +48,12 @@ def test_percentile_is_nearest_rank(fraction: float, expected: float) -> None:
     assert percentile([float(n) for n in range(10, 0, -1)], fraction) == expected
 
 
+FUNCTIONS = {
+    "GetTaskFunction": Deployed(memory_mb=1024, traced=True),
+    "PushFunction": Deployed(memory_mb=512, traced=False),
+}
+
+
 def test_percentile_of_nothing_is_none() -> None:
     assert percentile([], 0.95) is None
 
@@ -63,7 +70,7 @@ def test_unusable_and_wrongly_usable_tokens_are_counted_against_the_truth() -> N
             seconds=1.0,
         ),
         lifetime=120.0,
-        memory_mb=256,
+        functions=FUNCTIONS,
     )
     assert figures["unusable_when_worker_had_it"] == 2
     assert figures["called_usable_but_was_not"] == 1
@@ -78,19 +85,20 @@ def test_the_wait_is_what_the_worker_s_gets_and_pushes_cost_per_task() -> None:
         res_get_requests=0,
         invocations={"GetTaskFunction": [10.0, 10.0, 10.0], "PushFunction": [20.0, 20.0]},
         table_calls={
-            "GetTaskFunction:GetItem": 2,
-            "PushFunction:GetItem": 4,
+            "GetTaskFunction:GetItem": 4,  # 2 GETs, and the harness's own read of each task
+            "PushFunction:GetItem": 2,
             "PollerFunction:Query": 8,
         },
         seconds=120.0,
         websocket_messages=4,
         connection_seconds=120.0,
     )
-    usage = wait_usage(pushed, memory_mb=1024)
+    usage = wait_usage(pushed, FUNCTIONS)
     assert usage.api_requests == 1  # 2 GETs over 2 tasks; the poller's Query is not the wait's
     assert usage.lambda_requests == pytest.approx((2 + 2) / 2)
-    assert usage.lambda_gb_seconds == pytest.approx((2 * 0.01 + 2 * 0.02) / 2)
-    assert usage.read_units == pytest.approx((2 + 4) / 2)
+    assert usage.lambda_gb_seconds == pytest.approx((2 * 0.01 + 2 * 0.02 / 2) / 2)
+    assert usage.read_units == pytest.approx((2 + 2) / 2)
+    assert usage.traces == pytest.approx(0.05 * 2 / 2)  # GETs traced, pushes not
     assert (usage.websocket_messages, usage.connection_minutes) == (2, 1)
 
 

@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from pingback_guard.domain.task import DeliveryPath, NewTask, TaskResult
-from pingback_guard.logic.push import InvalidSubscription, PushService, parse_subscription
+from pingback_guard.logic.push import (
+    InvalidSubscription,
+    PushService,
+    parse_subscription,
+    result_of_event,
+)
 from tests.fakes import FakeSender, InMemoryConnectionStore, InMemoryTaskStore, token_request
 
 OWNER = "arn:aws:iam::123456789012:user/worker"
@@ -112,3 +117,55 @@ def test_a_malformed_subscription_is_refused(body: str | None) -> None:
 
 def test_a_subscription_names_up_to_50_ids_once_each() -> None:
     assert parse_subscription('{"action": "subscribe", "task_ids": ["7", 7, "8"]}') == ["7", "8"]
+
+
+def detail(**fields: str) -> dict[str, str]:
+    """A result event's detail as the pipe's input template writes it (strings, "" if absent)."""
+    return {
+        "schema_version": "1",
+        "task_id": "101",
+        "status": "SOLVED",
+        "previous_status": "PENDING",
+        "delivered_via": "callback",
+        "finished_at_earliest": str(NOW - 2),
+        "finished_at_latest": str(NOW - 1),
+        "usable_until": str(NOW + 118),
+        "error": "",
+        "owner": OWNER,
+        "solution": TOKEN,
+        **fields,
+    }
+
+
+def test_a_result_event_that_says_it_all_is_pushed_without_reading_the_task() -> None:
+    service, tasks, _, sender = pushing()
+    service.connect("a", OWNER, NOW)
+    event = result_of_event(detail(), NOW)
+    assert event is not None and event.owner == OWNER
+    service.deliver("101", NOW, event)  # the task is not even in this store
+    [(_, message)] = sender.sent
+    view = message["task"]
+    assert (view["status"], view["solution"], view["usable"]) == ("SOLVED", TOKEN, True)
+    assert view["token_age_seconds"] == 2.0 and view["error"] is None
+    assert not tasks.tasks
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"owner": ""}, {"solution": ""}, {"status": "PENDING"}],
+    ids=["no owner", "token not published", "not final"],
+)
+def test_an_event_that_cannot_say_it_all_leaves_the_table_to_say_it(fields: dict[str, str]) -> None:
+    assert result_of_event(detail(**fields), NOW) is None
+
+
+def test_a_failed_result_event_carries_its_error_and_no_token() -> None:
+    event = result_of_event(
+        detail(status="FAILED", solution="", error="ERROR_CAPTCHA_UNSOLVABLE"), NOW
+    )
+    assert event is not None
+    assert (event.view["error"], event.view["solution"], event.view["usable"]) == (
+        "ERROR_CAPTCHA_UNSOLVABLE",
+        None,
+        False,
+    )
