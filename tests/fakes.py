@@ -349,6 +349,7 @@ def _finished(
         None,
         owner=existing.owner if existing else None,
         nonce=existing.nonce if existing else result.nonce,
+        forward_url=existing.forward_url if existing else None,
     )
 
 
