@@ -44,3 +44,15 @@ def count_provisional_discarded(task: NewTask) -> None:
     """A result with another nonce (or none) sat under this new task's id: forged or stale."""
     metrics.add_metric(name="ProvisionalResultDiscarded", unit=MetricUnit.Count, value=1)
     logger.warning("provisional result discarded", extra={"task_id": task.task_id})
+
+
+def count_registration_replaced(task: NewTask) -> None:
+    """This stack's own submit took an id a worker had registered: a guessed id, or a race."""
+    metrics.add_metric(name="RegistrationReplaced", unit=MetricUnit.Count, value=1)
+    logger.warning("registration replaced by this stack's submit", extra={"task_id": task.task_id})
+
+
+def count_claim_clash(task: NewTask, outcome: str) -> None:
+    """A registration of an id another task holds (contested, or held by a submit)."""
+    metrics.add_metric(name="RegistrationClash", unit=MetricUnit.Count, value=1)
+    logger.warning("registration clash", extra={"task_id": task.task_id, "clash": outcome})

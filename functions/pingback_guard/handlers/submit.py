@@ -31,6 +31,7 @@ from pingback_guard.logic.submit import (
 )
 from pingback_guard.observability import (
     count_provisional_discarded,
+    count_registration_replaced,
     instrumented,
     logger,
     metrics,
@@ -47,6 +48,7 @@ service = SubmitService(
     SqsDeadLetterQueue(aws_clients.sqs_client(), settings.dead_letter_queue_url),
     pingbacks.pending,
     on_provisional_discarded=count_provisional_discarded,
+    on_registration_replaced=count_registration_replaced,
 )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.errors import PingbackGuardError, ProviderAccountError
 from pingback_guard.domain.task import DeliveryPath, StoreOutcome, Task, TaskResult, TaskStatus
-from pingback_guard.logic.access import may_access
+from pingback_guard.logic.access import Access, access_of
 from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
 from pingback_guard.logic.results import Delivery, store_result, stored_delivery
 from pingback_guard.provider.answers import AnswerKind
@@ -58,7 +58,8 @@ class ReadThroughPolicy:
     solve_times: SolveTimes
 
     def is_due(self, task: Task, now: float) -> bool:
-        if task.status is not TaskStatus.PENDING or task.submitted_at is None:
+        # A contested task is decided by its pingback only: a fetched result would be nobody's.
+        if task.status is not TaskStatus.PENDING or task.submitted_at is None or task.is_contested:
             return False
         last = _last_check(task)
         if last is None:
@@ -83,7 +84,7 @@ class TaskQuery:
         self._store = store
         self._provider = provider
         self._policy = policy
-        self._admin_principal_arn = admin_principal_arn
+        self._admin = admin_principal_arn
         self._clock = clock
         self._learned: OrderedDict[str, None] = OrderedDict()
 
@@ -96,15 +97,23 @@ class TaskQuery:
         checked at res.php first. Nothing after the first read can fail the lookup. None for an
         unknown task and for another principal's task alike, before any res.php request."""
         task = self._store.get(task_id)
-        if task is None or not may_access(task, principal, self._admin_principal_arn):
+        access = Access.NONE if task is None else access_of(task, principal, self._admin)
+        if task is None or access is Access.NONE:
             return None
+        if access is Access.CLAIM:
+            return Lookup(task.claim_view())
         if self._provider is None or self._policy is None:
             return Lookup(task.view(now))
-        self._learn(task, self._policy.solve_times)
-        if not self._policy.is_due(task, now):
+        return self._look_at_provider(task, now, self._provider, self._policy)
+
+    def _look_at_provider(
+        self, task: Task, now: float, provider: ProviderClient, policy: ReadThroughPolicy
+    ) -> Lookup:
+        self._learn(task, policy.solve_times)
+        if not policy.is_due(task, now):
             return Lookup(task.view(now))
         try:
-            return self._read_through(task, now, self._provider, self._policy)
+            return self._read_through(task, now, provider, policy)
         except ProviderAccountError as error:
             return Lookup(task.view(now), ReadThroughOutcome.ACCOUNT_ERROR, error=str(error))
         except PingbackGuardError as error:

@@ -46,6 +46,7 @@ class ReplayOutcome(StrEnum):
     UNREGISTERED = "ReplayUnregistered"
     REJECTED = "ReplayProofMismatch"
     PROVISIONAL_DISCARDED = "ProvisionalResultDiscarded"
+    REGISTRATION_REPLACED = "RegistrationReplaced"
 
 
 class RejectedMessageError(InvalidDeadLetterError):
@@ -64,6 +65,7 @@ OUTCOME_OF_SUBMISSION = {
     SubmissionOutcome.PROVISIONAL_DISCARDED: ReplayOutcome.PROVISIONAL_DISCARDED,
     SubmissionOutcome.RESULT_ALREADY_STORED: ReplayOutcome.DUPLICATE,
     SubmissionOutcome.ALREADY_REGISTERED: ReplayOutcome.DUPLICATE,
+    SubmissionOutcome.REGISTRATION_REPLACED: ReplayOutcome.REGISTRATION_REPLACED,
 }
 
 

@@ -20,6 +20,7 @@ from pingback_guard.domain.task import (
     CaptchaRequest,
     NewTask,
     SubmissionOutcome,
+    TaskOrigin,
     is_clean_text,
 )
 from pingback_guard.logic import capability
@@ -101,8 +102,8 @@ class IssuedPingback:
     url: str
 
 
-def issue_pingback(public_base_url: str, secret: str) -> IssuedPingback:
-    minted = capability.mint(secret)
+def issue_pingback(public_base_url: str, secret: str, issued_at: float) -> IssuedPingback:
+    minted = capability.mint(secret, issued_at)
     return IssuedPingback(minted.nonce, pingback_url(public_base_url, minted.token))
 
 
@@ -116,14 +117,21 @@ class PendingTasks:
     clock: Callable[[], float] = time.time
 
     def new(
-        self, task_id: str, request: CaptchaRequest, nonce: str | None, owner: str | None
+        self,
+        task_id: str,
+        request: CaptchaRequest,
+        nonce: str | None,
+        owner: str | None,
+        origin: TaskOrigin = TaskOrigin.SUBMIT,
     ) -> NewTask:
         now = self.clock()
         first_check_after = first_poll_delay(
             request.method, self.expected_solve_seconds, self.callback_timeout_seconds
         )
         kept = request.without_secrets()
-        return NewTask(task_id, kept, now, now + first_check_after, nonce=nonce, owner=owner)
+        return NewTask(
+            task_id, kept, now, now + first_check_after, nonce=nonce, owner=owner, origin=origin
+        )
 
 
 class SubmitService:
@@ -136,6 +144,7 @@ class SubmitService:
         *,
         sleep: Callable[[float], None] = time.sleep,
         on_provisional_discarded: Callable[[NewTask], None] = lambda _task: None,
+        on_registration_replaced: Callable[[NewTask], None] = lambda _task: None,
     ) -> None:
         self._store = store
         self._provider = provider
@@ -143,21 +152,26 @@ class SubmitService:
         self.pending = pending
         self._sleep = sleep
         self._on_provisional_discarded = on_provisional_discarded
+        self._on_registration_replaced = on_registration_replaced
 
     def submit(
         self, request: CaptchaRequest, pingback: IssuedPingback, owner: str | None = None
     ) -> NewTask:
         """Provider first (it names the task), then PENDING: retried, else queued for replay.
 
-        Only when the table and the dead-letter queue both refuse does the caller get an error,
-        and that error carries the provider's task id.
+        The record is the caller's whatever else claimed the id (the provider holds this
+        submit's URL). Only when the table and the dead-letter queue both refuse does the caller
+        get an error, and that error carries the provider's task id.
         """
         task = self.pending.new(
             self._provider.submit(request, pingback.url), request, pingback.nonce, owner
         )
         try:
-            if self._record(task) is SubmissionOutcome.PROVISIONAL_DISCARDED:
+            outcome = self._record(task)
+            if outcome is SubmissionOutcome.PROVISIONAL_DISCARDED:
                 self._on_provisional_discarded(task)
+            if outcome is SubmissionOutcome.REGISTRATION_REPLACED:
+                self._on_registration_replaced(task)
         except StoreUnavailableError as store_failure:
             try:
                 self._dead_letters.send(task, reason=str(store_failure))
