@@ -124,9 +124,8 @@ def _sweep_limit() -> int:
 def _item_layouts(store: DynamoDbTaskStore, client: Any, now: float) -> ItemLayouts:
     body = submit_event()["body"]
     request = CaptchaRequest(
-        method="userrecaptcha",
-        sitekey=_field(body, "sitekey"),
-        page_url=_field(body, "page_url"),
+        "userrecaptcha",
+        {"googlekey": _field(body, "sitekey"), "pageurl": _field(body, "page_url")},
     )
     ids = ("1", "2", "3")
     for task_id in ids:

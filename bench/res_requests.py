@@ -28,9 +28,11 @@ DUE_TASKS = 100
 MAX_SWEEPS = 10
 LAMBDA_TIME_LEFT_SECONDS = 60.0
 REQUEST = CaptchaRequest(
-    method="userrecaptcha",
-    sitekey="6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
-    page_url="https://www.google.com/recaptcha/api2/demo",
+    "userrecaptcha",
+    {
+        "googlekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
+        "pageurl": "https://www.google.com/recaptcha/api2/demo",
+    },
 )
 
 

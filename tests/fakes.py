@@ -38,6 +38,7 @@ from pingback_guard.domain.task import (
     TaskStatus,
     TokenLifetimes,
 )
+from pingback_guard.domain.worker_keys import WorkerKey, digest_of, new_key
 from pingback_guard.logic.access import may_access
 from pingback_guard.logic.poll_schedule import PollPolicy
 from pingback_guard.provider.answers import ProviderAnswer, classify
@@ -92,6 +93,7 @@ class InMemoryTaskStore:
                 submitted_at=task.submitted_at,
                 owner=task.owner,
                 origin=task.origin,
+                forward_url=task.forward_url,
             )
             return SubmissionOutcome.RESULT_ALREADY_STORED
         self._write_pending(task)
@@ -115,6 +117,7 @@ class InMemoryTaskStore:
             owner=task.owner,
             nonce=task.nonce,
             origin=task.origin,
+            forward_url=task.forward_url,
         )
 
     def record_registration(self, task: NewTask) -> RegistrationOutcome:
@@ -475,7 +478,15 @@ def unavailable() -> StoreUnavailableError:
     return StoreUnavailableError("DynamoDB UpdateItem: ProvisionedThroughputExceededException")
 
 
-RECAPTCHA_REQUEST = CaptchaRequest("userrecaptcha", "key", "https://example.test")
+def token_request(
+    method: str, sitekey: str, page_url: str, extras: dict[str, str] | None = None
+) -> CaptchaRequest:
+    """A reCAPTCHA / hCaptcha / Turnstile request as its in.php fields."""
+    key_field = "googlekey" if method == "userrecaptcha" else "sitekey"
+    return CaptchaRequest(method, {key_field: sitekey, "pageurl": page_url, **(extras or {})})
+
+
+RECAPTCHA_REQUEST = token_request("userrecaptcha", "key", "https://example.test")
 # A small poller for the unit suites: 5 requests a sweep, 3 ids a request, checks 30-300 s apart,
 # one sweep per invocation.
 UNIT_POLL_POLICY = PollPolicy(
@@ -489,3 +500,26 @@ UNIT_POLL_POLICY = PollPolicy(
     run_seconds=0.0,
     batch_probe_seconds=300.0,
 )
+
+
+class InMemoryWorkerKeys:
+    """WorkerKeyStore over a dict; ``issue`` returns the key as the CLI would print it once."""
+
+    def __init__(self) -> None:
+        self.records: dict[str, WorkerKey] = {}
+        self.available = True
+
+    def issue(self, owner: str, key: str | None = None) -> str:
+        key = key or new_key()
+        digest = digest_of(key)
+        self.records[digest.key_id] = WorkerKey(digest.key_id, digest.digest, owner, 1.0)
+        return key
+
+    def revoke(self, key: str) -> None:
+        key_id = digest_of(key).key_id
+        self.records[key_id] = replace(self.records[key_id], revoked_at=2.0)
+
+    def find(self, key_id: str) -> WorkerKey | None:
+        if not self.available:
+            raise StoreUnavailableError("DynamoDB GetItem (worker keys): EndpointConnectionError")
+        return self.records.get(key_id)

@@ -7,6 +7,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from pingback_guard.domain.task import NewTask
+from pingback_guard.logic.get_task import Lookup, ReadThroughOutcome
 from pingback_guard.logic.results import Delivery
 
 logger = Logger()
@@ -56,3 +57,17 @@ def count_claim_clash(task: NewTask, outcome: str) -> None:
     """A registration of an id another task holds (contested, or held by a submit)."""
     metrics.add_metric(name="RegistrationClash", unit=MetricUnit.Count, value=1)
     logger.warning("registration clash", extra={"task_id": task.task_id, "clash": outcome})
+
+
+def record_read_through(task_id: str, found: Lookup) -> None:
+    """The metrics of a read that checked res.php (GET /tasks/{id}, res.php get)."""
+    if found.read_through is None:
+        return
+    metrics.add_metric(name=found.read_through.value, unit=MetricUnit.Count, value=1)
+    if found.delivery is not None:
+        emit_delivery(found.delivery)
+    if found.read_through in {ReadThroughOutcome.ERROR, ReadThroughOutcome.ACCOUNT_ERROR}:
+        logger.warning(
+            "read-through failed; answered PENDING",
+            extra={"task_id": task_id, "reason": found.error},
+        )

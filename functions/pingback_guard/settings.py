@@ -362,3 +362,36 @@ def clamped_poller_settings(settings: PollerSettings) -> tuple[PollerSettings, l
     )
     clamped = replace(settings.policy, backoff_base_seconds=maximum)
     return replace(settings, policy=clamped), [warning]
+
+
+@dataclass(frozen=True)
+class CompatSubmitSettings:
+    """in.php on the stack's API: a submit like POST /tasks, with per-worker keys."""
+
+    submit: SubmitSettings
+    worker_keys_table: str
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> CompatSubmitSettings:
+        return cls(
+            submit=SubmitSettings.from_env(environ),
+            worker_keys_table=_Env(environ).text("WORKER_KEYS_TABLE_NAME"),
+        )
+
+
+@dataclass(frozen=True)
+class CompatResultSettings:
+    """res.php on the stack's API: GET /tasks/{id}'s read, the report and the balance."""
+
+    get_task: GetTaskSettings
+    report_window_seconds: float
+    worker_keys_table: str
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> CompatResultSettings:
+        env = _Env(environ)
+        return cls(
+            get_task=GetTaskSettings.from_env(environ),
+            report_window_seconds=ReportSettings.from_env(environ).report_window_seconds,
+            worker_keys_table=env.text("WORKER_KEYS_TABLE_NAME"),
+        )

@@ -290,6 +290,36 @@ def report_task(raw: Event) -> Event:
     )
 
 
+# A made-up per-worker key (pingback-guard keys issue prints real ones): 32 hex characters.
+SAMPLE_WORKER_KEY = "0123456789abcdef0123456789abcdef"
+SAMPLE_2CAPTCHA_SUBMIT = {
+    "key": SAMPLE_WORKER_KEY,
+    "method": "userrecaptcha",
+    "googlekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
+    "pageurl": "https://www.google.com/recaptcha/api2/demo",
+    "soft_id": "4580",
+}
+
+
+def two_captcha_call(
+    raw: Event, *, method: str, endpoint: str, fields: dict[str, str], request_id: str
+) -> Event:
+    """A 2captcha client's call to /in.php or /res.php: query string, or a form body."""
+    body = urlencode(fields).encode() if method == "POST" else None
+    return http_event(
+        raw,
+        method=method,
+        route_path=endpoint,
+        raw_path=endpoint,
+        query=None if body else fields,
+        body=body,
+        content_type="application/x-www-form-urlencoded" if body else None,
+        base64_body=body is not None,
+        source_ip=WORKER_IP,
+        request_id=request_id,
+    )
+
+
 def replay_batch(raw: Event) -> Event:
     """Two dead-letter messages as the SQS event source delivers them to ReplayFunction."""
     template = raw["Records"][0]
@@ -352,6 +382,34 @@ def build() -> dict[Path, Event]:
         INVOKE_DIR / "issue_pingback_url.json": issue_pingback_url(http),
         INVOKE_DIR / "register_task.json": register_task(http),
         INVOKE_DIR / "report_task.json": report_task(http),
+        INVOKE_DIR / "in_php_post_form.json": two_captcha_call(
+            http,
+            method="POST",
+            endpoint="/in.php",
+            fields=SAMPLE_2CAPTCHA_SUBMIT,
+            request_id="InPhPpOsT001Aw=",
+        ),
+        INVOKE_DIR / "in_php_get.json": two_captcha_call(
+            http,
+            method="GET",
+            endpoint="/in.php",
+            fields={**SAMPLE_2CAPTCHA_SUBMIT, "json": "1"},
+            request_id="InPhPgEt0001Aw=",
+        ),
+        INVOKE_DIR / "res_php_get.json": two_captcha_call(
+            http,
+            method="GET",
+            endpoint="/res.php",
+            fields={"key": SAMPLE_WORKER_KEY, "action": "get", "id": SAMPLE_TASK_ID},
+            request_id="ReSpHpGeT001Aw=",
+        ),
+        INVOKE_DIR / "res_php_post_report.json": two_captcha_call(
+            http,
+            method="POST",
+            endpoint="/res.php",
+            fields={"key": SAMPLE_WORKER_KEY, "action": "reportbad", "id": SAMPLE_TASK_ID},
+            request_id="ReSpHpPoSt01Aw=",
+        ),
         INVOKE_DIR / "replay_dead_letters.json": replay_batch(sqs),
         INVOKE_DIR / "poller_schedule.json": poller_schedule(),
     }

@@ -19,10 +19,10 @@ from infra.local.aws_hooks import AwsCallHooks
 from infra.local.faults import FaultRule
 from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
-from pingback_guard.domain.task import CaptchaRequest, NewTask
+from pingback_guard.domain.task import NewTask
 from pingback_guard.logic import capability
 from pingback_guard.settings import TableSettings
-from tests.fakes import TOKEN_LIFETIMES, nonce_for
+from tests.fakes import TOKEN_LIFETIMES, nonce_for, token_request
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 EVENT_DIRS = (ROOT / "tests" / "events", ROOT / "events")
@@ -146,7 +146,7 @@ class Handlers:
         settings = TableSettings(TABLE, "DueIndex", 4, 7 * 86400, TOKEN_LIFETIMES, 600)
         store = DynamoDbTaskStore(self.stack["dynamodb"], settings)
         proven = nonce_for(task_id) if nonce == "own" else nonce
-        request = CaptchaRequest(
+        request = token_request(
             "userrecaptcha", "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-", "https://example.test/"
         )
         now = time.time()

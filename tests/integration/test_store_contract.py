@@ -11,7 +11,6 @@ import pytest
 from pingback_guard.data import dynamodb as dynamodb_module
 from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.task import (
-    CaptchaRequest,
     DeliveryPath,
     IssuedPingbackUrl,
     NewTask,
@@ -26,9 +25,9 @@ from pingback_guard.domain.task import (
     TaskResult,
     TaskStatus,
 )
-from tests.fakes import InMemoryTaskStore, nonce_for
+from tests.fakes import InMemoryTaskStore, nonce_for, token_request
 
-REQUEST = CaptchaRequest(
+REQUEST = token_request(
     "userrecaptcha", "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-", "https://example.test/login"
 )
 TOKEN = "03AFcWeA6" + "x" * 600
@@ -408,7 +407,7 @@ def test_usable_until_counts_from_the_earliest_finish_with_the_kinds_lifetime(
 ) -> None:
     store.record_submission(
         NewTask(
-            "120", CaptchaRequest("turnstile", "0x4AAAAAAA", "https://example.test/"), 1000, 1120
+            "120", token_request("turnstile", "0x4AAAAAAA", "https://example.test/"), 1000, 1120
         )
     )
     late = TaskResult("120", TOKEN, DeliveryPath.READ_THROUGH, 1090.0, finished_after=1040.0)

@@ -27,6 +27,8 @@ FUNCTIONS = {
     "PollerFunction": "pingback_guard.handlers.poller.handler",
     "RegisterFunction": "pingback_guard.handlers.register.handler",
     "ReportFunction": "pingback_guard.handlers.report.handler",
+    "CompatSubmitFunction": "pingback_guard.handlers.in_php.handler",
+    "CompatResultFunction": "pingback_guard.handlers.res_php.handler",
 }
 # Not the product: examples/ deployed only with DeployExampleConsumer=true (docs/events.md).
 EXAMPLE_FUNCTIONS = {"ResultConsumerFunction": "result_consumer.handler.handler"}

@@ -67,6 +67,23 @@ FUNCTION_ENV = {
         "PINGBACK_VERIFICATION_TOKEN",
     },
     "ReplayFunction": set(),
+    "CompatSubmitFunction": {
+        "WORKER_KEYS_TABLE_NAME",
+        "CALLBACK_SECRET_ID",
+        "DEAD_LETTER_QUEUE_URL",
+        "PROVIDER_BASE_URL",
+        "PROVIDER_API_KEY_PARAMETER",
+        "PUBLIC_BASE_URL",
+        "CALLBACK_TIMEOUT_SECONDS",
+    },
+    "CompatResultFunction": {
+        "WORKER_KEYS_TABLE_NAME",
+        "ADMIN_PRINCIPAL_ARN",
+        "PROVIDER_BASE_URL",
+        "PROVIDER_API_KEY_PARAMETER",
+        "READ_THROUGH_INTERVAL_SECONDS",
+        "REPORT_WINDOW_SECONDS",
+    },
     "PollerFunction": {
         "PROVIDER_BASE_URL",
         "PROVIDER_API_KEY_PARAMETER",
@@ -113,6 +130,19 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
         "sqs:DeleteMessage": {"DeadLetterQueue"},
         "sqs:ChangeMessageVisibility": {"DeadLetterQueue"},
         "sqs:GetQueueAttributes": {"DeadLetterQueue"},
+    },
+    # in.php / res.php: the submit's and the reads' grants, plus reading a worker key's record.
+    "CompatSubmitFunction": {
+        "dynamodb:GetItem": {"WorkerKeysTable"},
+        "dynamodb:UpdateItem": {TABLE},
+        "sqs:SendMessage": {"DeadLetterQueue"},
+        "secretsmanager:GetSecretValue": {"CallbackSecret"},
+        "ssm:GetParameter": {"ProviderApiKeyParameterName"},
+    },
+    "CompatResultFunction": {
+        "dynamodb:GetItem": {TABLE, "WorkerKeysTable"},
+        "dynamodb:UpdateItem": {TABLE},
+        "ssm:GetParameter": {"ProviderApiKeyParameterName"},
     },
     "PollerFunction": {
         "dynamodb:Query": {TABLE},
@@ -181,6 +211,7 @@ OUTPUTS = {
     "CallbackSecretArn",
     "EventBusName",
     "ResultEventsDeadLetterQueueUrl",
+    "WorkerKeysTableName",
 }
 
 
@@ -262,7 +293,12 @@ def test_function_environment(
     own = functions(resources)[function]["Properties"].get("Environment", {}).get("Variables", {})
     merged = set(template["Globals"]["Function"]["Environment"]["Variables"]) | set(own)
     assert COMMON_ENV | FUNCTION_ENV[function] <= merged
-    secret_users = {"CallbackFunction", "SubmitFunction", "RegisterFunction"}
+    secret_users = {
+        "CallbackFunction",
+        "SubmitFunction",
+        "RegisterFunction",
+        "CompatSubmitFunction",
+    }
     if function in secret_users:
         assert own["CALLBACK_SECRET_ID"] == {"Ref": "CallbackSecret"}
     else:
@@ -280,6 +316,8 @@ def test_timeouts_leave_the_poller_room_and_fit_the_api(resources: dict[str, Any
         "CallbackFunction",
         "RegisterFunction",
         "ReportFunction",
+        "CompatSubmitFunction",
+        "CompatResultFunction",
     ):
         assert timeouts[name] <= 29
     assert timeouts["PollerFunction"] >= 30
@@ -346,6 +384,29 @@ def test_callback_routes_are_public(resources: dict[str, Any]) -> None:
     for event in events:
         assert event["ApiId"] == {"Ref": "HttpApi"}
         assert "Auth" not in event
+
+
+def test_the_2captcha_routes_are_at_the_api_root_with_key_auth(resources: dict[str, Any]) -> None:
+    """An SDK's server= reaches https://{server}/in.php and /res.php; its key= is the auth."""
+    for function, path in (
+        ("CompatSubmitFunction", "/in.php"),
+        ("CompatResultFunction", "/res.php"),
+    ):
+        events = http_events(resources, function)
+        assert {(event["Method"], event["Path"]) for event in events} == {
+            ("GET", path),
+            ("POST", path),
+        }
+        for event in events:
+            assert event["ApiId"] == {"Ref": "HttpApi"}
+            assert "Auth" not in event
+
+
+def test_worker_keys_table_keeps_hashes_by_key_id(resources: dict[str, Any]) -> None:
+    table = resources["WorkerKeysTable"]["Properties"]
+    assert table["KeySchema"] == [{"AttributeName": "key_id", "KeyType": "HASH"}]
+    assert table["SSESpecification"] == {"SSEEnabled": True}
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
 
 
 def test_translated_api_secures_only_the_task_routes(translated: dict[str, Any]) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pingback_guard.domain.errors import InvalidCallbackError, ResultNotSafeError
-from pingback_guard.domain.task import CaptchaRequest, DeliveryPath, NewTask, TaskResult, TaskStatus
+from pingback_guard.domain.task import DeliveryPath, NewTask, TaskResult, TaskStatus
 from pingback_guard.logic import capability
 from pingback_guard.logic.callback import CallbackOutcome, CallbackService
 from pingback_guard.logic.pingback_request import CallbackRequest, parse_callback
@@ -19,7 +19,13 @@ from pingback_guard.logic.pingback_secrets import (
     CallbackSecrets,
     CapabilityLifetime,
 )
-from tests.fakes import FakeDeadLetterQueue, InMemoryTaskStore, nonce_for, unavailable
+from tests.fakes import (
+    FakeDeadLetterQueue,
+    InMemoryTaskStore,
+    nonce_for,
+    token_request,
+    unavailable,
+)
 
 TOKEN = "03AFcWeA5" + "k" * 1200
 SECRET = "Zx9" * 10
@@ -210,7 +216,7 @@ class TestService:
         self.store.record_submission(
             NewTask(
                 "77",
-                CaptchaRequest("userrecaptcha", "k", "https://a.test"),
+                token_request("userrecaptcha", "k", "https://a.test"),
                 1.0,
                 121.0,
                 nonce_for("77"),

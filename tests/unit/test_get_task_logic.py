@@ -14,7 +14,6 @@ from pingback_guard.domain.errors import (
     SecretUnavailableError,
 )
 from pingback_guard.domain.task import (
-    CaptchaRequest,
     DeliveryPath,
     NewTask,
     TaskResult,
@@ -22,7 +21,7 @@ from pingback_guard.domain.task import (
 )
 from pingback_guard.logic.get_task import ReadThroughOutcome, ReadThroughPolicy, TaskQuery
 from pingback_guard.logic.poll_schedule import MIN_SAMPLES, CheckSchedule, SolveTimes
-from tests.fakes import FakeProvider, InMemoryTaskStore, unavailable
+from tests.fakes import FakeProvider, InMemoryTaskStore, token_request, unavailable
 
 TOKEN = "03AFcWeA5" + "r" * 700
 SUBMITTED = 1000.0
@@ -46,7 +45,7 @@ def pending_task(
     task_id: str = TASK,
     submitted_at: float = SUBMITTED,
 ) -> None:
-    request = CaptchaRequest(method, "sitekey", "https://example.test/")
+    request = token_request(method, "sitekey", "https://example.test/")
     store.record_submission(NewTask(task_id, request, submitted_at, submitted_at + EXPECTED_SOLVE))
 
 

@@ -17,9 +17,9 @@ from pingback_guard.domain.errors import (
     ProviderRejectedError,
     ProviderRetryableError,
 )
-from pingback_guard.domain.task import CaptchaRequest
 from pingback_guard.provider.answers import AnswerKind
 from pingback_guard.provider.captchaai import CaptchaAiClient, RetryPolicy
+from tests.fakes import token_request
 
 API_KEY = "0123456789abcdef0123456789abcdef"
 TOKEN = "03AFcWeA5" + "Q" * 700
@@ -82,11 +82,11 @@ def client_with(answers: list[Answer], **options: Any) -> tuple[CaptchaAiClient,
     return client, transport
 
 
-RECAPTCHA = CaptchaRequest(
+RECAPTCHA = token_request(
     "userrecaptcha",
     "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
     "https://example.test/login",
-    {"version": "v3", "action": "login", "min_score": "0.7", "bogus": "dropped"},
+    {"version": "v3", "action": "login", "min_score": "0.7"},
 )
 
 
@@ -100,8 +100,8 @@ class TestSubmit:
         assert transport.fields(0) == {
             "key": API_KEY,
             "method": "userrecaptcha",
-            "googlekey": RECAPTCHA.sitekey,
-            "pageurl": RECAPTCHA.page_url,
+            "googlekey": RECAPTCHA.fields["googlekey"],
+            "pageurl": RECAPTCHA.fields["pageurl"],
             "pingback": "https://api.test/callback/s3cr3t?x=1",
             "json": "1",
             "version": "v3",
@@ -113,7 +113,7 @@ class TestSubmit:
     @pytest.mark.parametrize("method", ["hcaptcha", "turnstile"])
     def test_other_methods_send_sitekey(self, method: str) -> None:
         client, transport = client_with([reply({"status": 1, "request": "1234"})])
-        client.submit(CaptchaRequest(method, "abc-123", "https://example.test"), "https://cb.test")
+        client.submit(token_request(method, "abc-123", "https://example.test"), "https://cb.test")
         assert transport.fields(0)["sitekey"] == "abc-123"
         assert "googlekey" not in transport.fields(0)
 

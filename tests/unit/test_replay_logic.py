@@ -7,7 +7,6 @@ import pytest
 
 from pingback_guard.domain.errors import StoreUnavailableError
 from pingback_guard.domain.task import (
-    CaptchaRequest,
     DeliveryPath,
     NewTask,
     TaskResult,
@@ -15,13 +14,13 @@ from pingback_guard.domain.task import (
 )
 from pingback_guard.logic.replay import RejectedMessageError, ReplayOutcome, ReplayService
 from pingback_guard.queue.dead_letter import decode_message, encode_message
-from tests.fakes import InMemoryTaskStore, nonce_for, unavailable
+from tests.fakes import InMemoryTaskStore, nonce_for, token_request, unavailable
 
 TOKEN = "03AFcWeA5" + "r" * 500
 NOW = 1_800_000_000.0
 T0 = NOW - 100
 OWNER = "arn:aws:iam::123456789012:user/worker"
-REQUEST = CaptchaRequest("turnstile", "0x4AAA", "https://example.test")
+REQUEST = token_request("turnstile", "0x4AAA", "https://example.test")
 
 
 def service(store: InMemoryTaskStore) -> ReplayService:
@@ -131,8 +130,12 @@ def _result_message(**changes: Any) -> str:
 def _registration_message(**changes: Any) -> str:
     document = json.loads(encode_message(registration("8"), "x"))
     for key, value in changes.items():
-        if key in {"method", "sitekey", "page_url", "extras"}:
+        if key == "method":
             document["request"][key] = value
+        elif key in {"sitekey", "pageurl"}:
+            document["request"]["fields"][key] = value
+        elif key == "fields":
+            document["request"]["fields"].update(value)
         else:
             document[key] = value
     return json.dumps(document)
@@ -151,9 +154,9 @@ def _registration_message(**changes: Any) -> str:
         _result_message(nonce=12),
         _registration_message(method="evil"),
         _registration_message(sitekey="has spaces"),
-        _registration_message(page_url="javascript:alert(1)"),
-        _registration_message(extras={"cookie_jar": "x"}),
-        _registration_message(extras={"action": "a" * 5000}),
+        _registration_message(pageurl="javascript:alert(1)"),
+        _registration_message(fields={"cookie_jar": "x"}),
+        _registration_message(fields={"action": "a" * 5000}),
         _registration_message(submitted_at=1e15),
         _registration_message(first_poll_at=T0 - 5),
         _registration_message(first_poll_at=T0 + 10 * 86400),

@@ -12,7 +12,6 @@ from pingback_guard.domain.errors import (
     StoreError,
 )
 from pingback_guard.domain.task import (
-    CaptchaRequest,
     DeliveryPath,
     NewTask,
     ReportClaim,
@@ -25,7 +24,7 @@ from pingback_guard.logic.report import (
     ReportService,
     parse_report,
 )
-from tests.fakes import FakeProvider, InMemoryTaskStore, unavailable
+from tests.fakes import FakeProvider, InMemoryTaskStore, token_request, unavailable
 
 TOKEN = "03AFcWeA5" + "q" * 700
 TASK = "72000000001"
@@ -48,7 +47,7 @@ def solved_store(
     owner: str | None = None, via: DeliveryPath = DeliveryPath.CALLBACK
 ) -> InMemoryTaskStore:
     store = InMemoryTaskStore()
-    request = CaptchaRequest("userrecaptcha", "sitekey", "https://example.test/")
+    request = token_request("userrecaptcha", "sitekey", "https://example.test/")
     store.record_submission(NewTask(TASK, request, 1000.0, 1020.0, owner=owner))
     store.record_result(TaskResult(TASK, TOKEN, via, FINISHED))
     return store
@@ -114,7 +113,7 @@ def test_refusals_send_nothing(setup: str, expected: ReportClaim) -> None:
         task_id = "79999999999"
     elif setup == "pending":
         task_id = "72000000002"
-        request = CaptchaRequest("hcaptcha", "sitekey", "https://example.test/")
+        request = token_request("hcaptcha", "sitekey", "https://example.test/")
         store.record_submission(NewTask(task_id, request, 1000.0, 1020.0))
     else:
         clock.now = FINISHED + WINDOW + 1
@@ -124,7 +123,7 @@ def test_refusals_send_nothing(setup: str, expected: ReportClaim) -> None:
 
 def test_the_window_counts_from_the_earliest_finish() -> None:
     store, provider = InMemoryTaskStore(), FakeProvider()
-    request = CaptchaRequest("userrecaptcha", "sitekey", "https://example.test/")
+    request = token_request("userrecaptcha", "sitekey", "https://example.test/")
     store.record_submission(NewTask(TASK, request, 990.0, 1010.0, owner=WORKER))
     late = TaskResult(TASK, TOKEN, DeliveryPath.POLL, received_at=1500.0, finished_after=1000.0)
     store.record_result(late)

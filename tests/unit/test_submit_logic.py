@@ -9,13 +9,13 @@ from pingback_guard.domain.errors import (
     TaskNotRecordedError,
 )
 from pingback_guard.domain.task import CaptchaRequest, DeliveryPath, TaskResult, TaskStatus
+from pingback_guard.kinds.json_fields import request_from_json
+from pingback_guard.kinds.registry import InvalidFieldError
 from pingback_guard.logic.submit import (
-    InvalidSubmissionError,
     IssuedPingback,
     PendingTasks,
     SubmitService,
     issue_pingback,
-    parse_submission,
     pingback_url,
 )
 from tests.fakes import (
@@ -38,32 +38,38 @@ VALID = {
 
 
 def test_valid_submission_is_parsed() -> None:
-    request = parse_submission(VALID)
+    request = request_from_json(VALID)
     assert request.method == "userrecaptcha"
-    assert request.extras == {"version": "v3", "min_score": "0.3", "invisible": "1"}
+    assert request.fields == {
+        "googlekey": VALID["sitekey"],
+        "pageurl": VALID["page_url"],
+        "version": "v3",
+        "min_score": "0.3",
+        "invisible": "1",
+    }
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
         ({"method": "image"}, "method"),
-        ({"sitekey": ""}, "sitekey"),
-        ({"sitekey": "a b"}, "sitekey"),
-        ({"page_url": "ftp://x"}, "page_url"),
-        ({"page_url": "https://" + "a" * 3000}, "page_url"),
-        ({"extras": {"key": "steal"}}, "not supported"),
-        ({"extras": {"action": ["x"]}}, "extras.action"),
+        ({"sitekey": ""}, "googlekey"),
+        ({"sitekey": "a b"}, "googlekey"),
+        ({"page_url": "ftp://x"}, "pageurl"),
+        ({"page_url": "https://" + "a" * 3000}, "pageurl"),
+        ({"extras": {"steal": "x"}}, "steal is not a field of method userrecaptcha; allowed: "),
+        ({"extras": {"action": ["x"]}}, "action"),
         ({"extras": "v3"}, "object"),
     ],
 )
 def test_bad_submissions_are_refused(change: dict[str, object], message: str) -> None:
-    with pytest.raises(InvalidSubmissionError, match=message):
-        parse_submission({**VALID, **change})
+    with pytest.raises(InvalidFieldError, match=message):
+        request_from_json({**VALID, **change})
 
 
 def test_body_must_be_an_object() -> None:
-    with pytest.raises(InvalidSubmissionError):
-        parse_submission(["x"])
+    with pytest.raises(InvalidFieldError):
+        request_from_json(["x"])
 
 
 def test_pingback_url() -> None:
@@ -91,7 +97,7 @@ def test_given_a_submission_then_pending_due_when_likely_ready_not_at_the_callba
     None
 ):
     store, provider = InMemoryTaskStore(), FakeProvider()
-    task = service(store, provider).submit(parse_submission(VALID), PINGBACK, OWNER)
+    task = service(store, provider).submit(request_from_json(VALID), PINGBACK, OWNER)
     stored = store.get(task.task_id)
     assert stored is not None and stored.status is TaskStatus.PENDING and stored.due_at == 1020.0
     assert provider.submitted == [(task.task_id, PINGBACK.url)]
@@ -104,14 +110,14 @@ def test_store_hiccups_are_retried() -> None:
     submitter = SubmitService(
         store, FakeProvider(), FakeDeadLetterQueue(), PendingTasks(120), sleep=sleeps.append
     )
-    task = submitter.submit(parse_submission(VALID), PINGBACK)
+    task = submitter.submit(request_from_json(VALID), PINGBACK)
     assert store.get(task.task_id) is not None and len(sleeps) == 2
 
 
 def test_given_the_table_down_the_registration_is_queued_for_replay() -> None:
     store, dlq = InMemoryTaskStore(), FakeDeadLetterQueue()
     store.fail_next.extend([unavailable() for _ in range(4)])
-    task = service(store, dlq=dlq).submit(parse_submission(VALID), PINGBACK)
+    task = service(store, dlq=dlq).submit(request_from_json(VALID), PINGBACK)
     assert [queued for queued, _ in dlq.sent] == [task]
     assert store.get(task.task_id) is None
 
@@ -121,7 +127,7 @@ def test_given_table_and_queue_down_the_error_carries_the_task_id() -> None:
     store.fail_next.extend([unavailable() for _ in range(4)])
     with pytest.raises(TaskNotRecordedError) as raised:
         service(store, dlq=FakeDeadLetterQueue(available=False)).submit(
-            parse_submission(VALID), PINGBACK
+            request_from_json(VALID), PINGBACK
         )
     assert raised.value.task_id == "70000000001"
 
@@ -130,7 +136,7 @@ def test_provider_rejection_records_nothing() -> None:
     store = InMemoryTaskStore()
     provider = FakeProvider(failure=lambda: ProviderRejectedError("in.php: ERROR_PAGEURL"))
     with pytest.raises(ProviderRejectedError):
-        service(store, provider).submit(parse_submission(VALID), PINGBACK)
+        service(store, provider).submit(request_from_json(VALID), PINGBACK)
     assert store.tasks == {}
 
 
@@ -138,7 +144,7 @@ def test_configuration_errors_are_not_retried_nor_queued() -> None:
     store, dlq = InMemoryTaskStore(), FakeDeadLetterQueue()
     store.fail_next.append(StoreError("DynamoDB UpdateItem failed: ResourceNotFoundException"))
     with pytest.raises(StoreError) as raised:
-        service(store, dlq=dlq).submit(parse_submission(VALID), PINGBACK)
+        service(store, dlq=dlq).submit(request_from_json(VALID), PINGBACK)
     assert not isinstance(raised.value, StoreUnavailableError) and dlq.sent == []
 
 
@@ -165,7 +171,7 @@ def test_a_pre_seeded_result_is_discarded_and_reported_at_submit() -> None:
         PendingTasks(120),
         on_provisional_discarded=lambda task: discarded.append(task.task_id),
     )
-    task = submitter.submit(parse_submission(VALID), PINGBACK, OWNER)
+    task = submitter.submit(request_from_json(VALID), PINGBACK, OWNER)
     stored = store.get(task.task_id)
     assert discarded == ["70000000001"]
     assert stored is not None and stored.status is TaskStatus.PENDING and stored.solution is None
@@ -185,8 +191,8 @@ def test_a_pre_seeded_result_is_discarded_and_reported_at_submit() -> None:
     ],
 )
 def test_non_text_and_unencodable_values_are_refused(document: dict[str, object]) -> None:
-    with pytest.raises(InvalidSubmissionError):
-        parse_submission(document)
+    with pytest.raises(InvalidFieldError):
+        request_from_json(document)
 
 
 def test_proxy_credentials_and_cookies_go_to_the_provider_and_are_never_kept() -> None:
@@ -195,14 +201,14 @@ def test_proxy_credentials_and_cookies_go_to_the_provider_and_are_never_kept() -
     secrets = {"proxy": "login:password@proxy.test:3128", "proxytype": "HTTP", "cookies": "sid=1"}
     document = {**VALID, "extras": {"version": "v3", **secrets}}
     store, provider, dlq = InMemoryTaskStore(), FakeProvider(), FakeDeadLetterQueue()
-    kept = service(store, provider).submit(parse_submission(document), PINGBACK, OWNER)
+    kept = service(store, provider).submit(request_from_json(document), PINGBACK, OWNER)
     stored = store.get(kept.task_id)
     assert stored is not None and stored.request is not None
-    assert "proxy" not in stored.request.extras and "cookies" not in stored.request.extras
-    assert stored.request.extras["proxytype"] == "HTTP"
+    assert "proxy" not in stored.request.fields and "cookies" not in stored.request.fields
+    assert stored.request.fields["proxytype"] == "HTTP"
     (sent,) = provider.submitted_requests
-    assert isinstance(sent, CaptchaRequest) and sent.extras["proxy"] == secrets["proxy"]
+    assert isinstance(sent, CaptchaRequest) and sent.fields["proxy"] == secrets["proxy"]
     store.fail_next.extend([unavailable() for _ in range(4)])
-    queued = service(store, provider, dlq).submit(parse_submission(document), PINGBACK, OWNER)
-    assert "proxy" not in queued.request.extras
+    queued = service(store, provider, dlq).submit(request_from_json(document), PINGBACK, OWNER)
+    assert "proxy" not in queued.request.fields
     assert all("password" not in repr(message) for message, _ in dlq.sent)

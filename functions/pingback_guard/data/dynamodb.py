@@ -257,13 +257,18 @@ class DynamoDbTaskStore:
         remove: str = "",
     ) -> None:
         identity, identity_values = _identity(task)
-        names = {"#method": "method", "#status": "status", **_identity_names(task)}
+        names = {
+            "#method": "method",
+            "#fields": "fields",
+            "#status": "status",
+            **_identity_names(task),
+        }
         if "#error" in remove:
             names["#error"] = "error"
         self._update(
             task.task_id,
-            "SET #method = :method, sitekey = :sitekey, page_url = :page_url,"
-            " extras = :extras, submitted_at = :submitted_at, #status = :pending,"
+            "SET #method = :method, #fields = :fields,"
+            " submitted_at = :submitted_at, #status = :pending,"
             " due_shard = :shard, due_at = :due, poll_attempts = :zero, expires_at = :ttl,"
             f" token_lifetime_seconds = :lifetime{identity}{remove}",
             condition=condition,
@@ -303,10 +308,10 @@ class DynamoDbTaskStore:
         try:
             self._update(
                 task.task_id,
-                "SET #method = :method, sitekey = :sitekey, page_url = :page_url,"
-                f" extras = :extras, submitted_at = :submitted_at, expires_at = :ttl{identity}",
+                "SET #method = :method, #fields = :fields,"
+                f" submitted_at = :submitted_at, expires_at = :ttl{identity}",
                 condition="nonce = :nonce AND attribute_not_exists(submitted_at)",
-                names={"#method": "method", **_identity_names(task)},
+                names={"#method": "method", "#fields": "fields", **_identity_names(task)},
                 values=_values(**described, **identity_values, ttl=self._expiry(task.submitted_at)),
             )
         except ConditionRefused:
@@ -711,7 +716,8 @@ class DynamoDbTaskStore:
 
 
 def _identity(task: NewTask) -> tuple[str, dict[str, object]]:
-    """The SET clause and values of a task's origin, and its nonce and owner when it has them."""
+    """The SET clause and values of a task's origin, and its nonce, owner and forward URL when it
+    has them."""
     clause = ", #origin = :origin"
     values: dict[str, object] = {"origin": task.origin.value}
     if task.nonce is not None:
@@ -720,6 +726,9 @@ def _identity(task: NewTask) -> tuple[str, dict[str, object]]:
     if task.owner is not None:
         clause += ", #owner = :owner"
         values["owner"] = task.owner
+    if task.forward_url is not None:
+        clause += ", forward_url = :forward_url"
+        values["forward_url"] = task.forward_url
     return clause, values
 
 
@@ -791,14 +800,7 @@ def _task_from_item(item: Mapping[str, Any]) -> Task:
     return Task(
         task_id=str(item["task_id"]),
         status=TaskStatus(item["status"]),
-        request=CaptchaRequest(
-            method=str(item["method"]),
-            sitekey=str(item.get("sitekey", "")),
-            page_url=str(item.get("page_url", "")),
-            extras={str(k): str(v) for k, v in dict(item.get("extras", {})).items()},
-        )
-        if has_request
-        else None,
+        request=CaptchaRequest.from_document(item) if has_request else None,
         submitted_at=_float_or_none(item.get("submitted_at")),
         received_at=_float_or_none(item.get("received_at")),
         solution=item.get("solution"),
@@ -816,6 +818,7 @@ def _task_from_item(item: Mapping[str, Any]) -> Task:
         reported_at=_float_or_none(item.get("reported_at")),
         origin=TaskOrigin(item["origin"]) if item.get("origin") in set(TaskOrigin) else None,
         rivals={str(nonce): str(owner) for nonce, owner in dict(item.get("rivals") or {}).items()},
+        forward_url=_text_or_none(item.get("forward_url")),
     )
 
 

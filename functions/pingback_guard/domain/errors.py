@@ -38,7 +38,14 @@ class InvalidDeadLetterError(PingbackGuardError):
 
 
 class ProviderError(PingbackGuardError):
-    """The CAPTCHA provider did not give a usable answer."""
+    """The CAPTCHA provider did not give a usable answer.
+
+    ``code`` is the provider's own answer (``ERROR_ZERO_BALANCE``...) when it gave one.
+    """
+
+    def __init__(self, message: str, *, code: str = "") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class ProviderAccountError(ProviderError):
@@ -52,8 +59,8 @@ class ProviderRetryableError(ProviderError):
     lost its answer): sending it again could create and pay for a second task.
     """
 
-    def __init__(self, message: str, *, resend_is_safe: bool = True) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, resend_is_safe: bool = True, code: str = "") -> None:
+        super().__init__(message, code=code)
         self.resend_is_safe = resend_is_safe
 
 

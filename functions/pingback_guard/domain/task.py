@@ -15,29 +15,8 @@ from typing import Any
 TASK_ID_PATTERN = re.compile(r"[0-9]{1,20}")
 MAX_CODE_LENGTH = 8192
 ERROR_CODE_PREFIX = "ERROR"
-SUPPORTED_METHODS = frozenset({"userrecaptcha", "hcaptcha", "turnstile"})
-REQUEST_EXTRA_FIELDS = frozenset(
-    {
-        "version",
-        "action",
-        "min_score",
-        "invisible",
-        "enterprise",
-        "soft_id",
-        "proxy",
-        "proxytype",
-        "data-s",
-        "userAgent",
-        "cookies",
-        "domain",
-        "data",
-        "pagedata",
-    }
-)
-# Sent to the provider with the submit, never kept: proxy credentials (login:password@host:port)
-# and the target site's cookies would otherwise sit in the table and in queue messages for the
-# whole TTL.
-SECRET_EXTRA_FIELDS = frozenset({"proxy", "cookies"})
+# How requests were kept before they were in.php fields: read back from old items and messages.
+LEGACY_SITEKEY_FIELD = {"userrecaptcha": "googlekey"}
 
 
 class TaskStatus(StrEnum):
@@ -207,39 +186,47 @@ def is_error_code(code: str) -> bool:
 
 @dataclass(frozen=True)
 class CaptchaRequest:
-    """What a worker asks the provider to solve."""
+    """What a worker asks the provider to solve: the in.php ``method`` and its other in.php fields.
+
+    ``secret_fields`` names the fields sent to the provider and never kept (proxy, cookies, image
+    bodies); pingback_guard.kinds.registry.parse_provider_fields is the only code that builds one
+    from a worker's input.
+    """
 
     method: str
-    sitekey: str
-    page_url: str
-    extras: dict[str, str] = field(default_factory=dict)
+    fields: dict[str, str] = field(default_factory=dict)
+    secret_fields: frozenset[str] = field(default=frozenset(), compare=False)
 
     def without_secrets(self) -> CaptchaRequest:
-        """What the stack keeps of the request: everything but SECRET_EXTRA_FIELDS."""
+        """What the stack keeps of the request: everything but its secret fields."""
         kept = {
-            name: value for name, value in self.extras.items() if name not in SECRET_EXTRA_FIELDS
+            name: value for name, value in self.fields.items() if name not in self.secret_fields
         }
-        return CaptchaRequest(self.method, self.sitekey, self.page_url, kept)
+        return CaptchaRequest(self.method, kept)
 
     def to_document(self) -> dict[str, Any]:
         """The request as JSON and DynamoDB hold it."""
-        return {
-            "method": self.method,
-            "sitekey": self.sitekey,
-            "page_url": self.page_url,
-            "extras": dict(self.extras),
-        }
+        return {"method": self.method, "fields": dict(self.fields)}
 
     @classmethod
     def from_document(cls, document: Mapping[str, Any]) -> CaptchaRequest:
-        """The inverse of to_document; KeyError, TypeError or ValueError when it is not one."""
-        extras = dict(document.get("extras", {}))
-        return cls(
-            method=required_text(document["method"]),
-            sitekey=required_text(document["sitekey"]),
-            page_url=required_text(document["page_url"]),
-            extras={required_text(name): required_text(value) for name, value in extras.items()},
-        )
+        """The inverse of to_document, and the older ``sitekey``/``page_url``/``extras`` shape;
+        KeyError, TypeError or ValueError when it is neither."""
+        method = required_text(document["method"])
+        if "fields" in document:
+            raw = document["fields"]
+            if not isinstance(raw, Mapping):
+                raise TypeError("fields must be an object")
+            return cls(method, {required_text(k): required_text(v) for k, v in raw.items()})
+        legacy = {
+            LEGACY_SITEKEY_FIELD.get(method, "sitekey"): required_text(document["sitekey"]),
+            "pageurl": required_text(document["page_url"]),
+        }
+        extras = document.get("extras", {})
+        if not isinstance(extras, Mapping):
+            raise TypeError("extras must be an object")
+        legacy.update({required_text(k): required_text(v) for k, v in extras.items()})
+        return cls(method, legacy)
 
 
 def required_text(value: object) -> str:
@@ -260,6 +247,7 @@ class NewTask:
     nonce: str | None = None
     owner: str | None = None
     origin: TaskOrigin = TaskOrigin.SUBMIT
+    forward_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -322,6 +310,7 @@ class Task:
     origin: TaskOrigin | None = None
     # Other registrations of the same id (nonce -> owner) while no pingback has decided it.
     rivals: Mapping[str, str] = field(default_factory=dict)
+    forward_url: str | None = None
 
     @property
     def finished_at_earliest(self) -> float | None:

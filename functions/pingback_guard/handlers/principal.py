@@ -17,7 +17,7 @@ from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard.domain.task import is_clean_text
-from pingback_guard.handlers.responses import json_response
+from pingback_guard.handlers.responses import ApiError, error_response
 
 MAX_PRINCIPAL_ARN_LENGTH = 2048
 
@@ -42,7 +42,7 @@ def own_task_route(
         request = APIGatewayProxyEventV2(event)
         principal = caller_principal(request)
         if principal is None:
-            return json_response(403, {"error": "forbidden"})
+            return error_response(403, ApiError.FORBIDDEN, "no IAM principal")
         return route(request, principal)
 
     return handler

@@ -22,11 +22,19 @@ from pingback_guard.domain.errors import (
 from pingback_guard.domain.task import RegistrationOutcome
 from pingback_guard.handlers.pingbacks import PingbackIssuer
 from pingback_guard.handlers.principal import caller_principal
-from pingback_guard.handlers.responses import InvalidBodyError, json_body, json_response
+from pingback_guard.handlers.responses import (
+    ApiError,
+    InvalidBodyError,
+    error_response,
+    json_body,
+    json_response,
+)
+from pingback_guard.kinds.registry import MAX_REQUEST_BYTES, InvalidFieldError
 from pingback_guard.logic.pingback_secrets import CallbackAuthenticator, CapabilityLifetime
 from pingback_guard.logic.register import (
     InvalidRegistrationError,
     RegisterService,
+    RegistrationRequest,
     RegistrationWindow,
     UnknownAtProviderError,
     parse_registration,
@@ -44,6 +52,11 @@ from pingback_guard.settings import RegisterSettings
 
 ISSUE_ROUTE = "POST /pingback-urls"
 REGISTER_ROUTE = "PUT /tasks/{task_id}"
+REGISTRATION_ERRORS = {
+    "task_id": ApiError.INVALID_TASK_ID,
+    "pingback_url": ApiError.INVALID_PINGBACK_URL,
+    "body": ApiError.INVALID_BODY,
+}
 # A registration that lost to, or contests, another's task answers as a new one: the answer
 # never tells whether the id was someone else's.
 STATUS_OF_OUTCOME = {
@@ -76,7 +89,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = APIGatewayProxyEventV2(event)
     owner = caller_principal(request)
     if owner is None:
-        return _refused(403, "forbidden", "no IAM principal")
+        return _refused(403, ApiError.FORBIDDEN, "no IAM principal")
     try:
         if request.route_key == ISSUE_ROUTE:
             return _issue(request, owner)
@@ -84,7 +97,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     except (SecretUnavailableError, StoreError, ProviderError) as error:
         metrics.add_metric(name="RegisterUnavailable", unit=MetricUnit.Count, value=1)
         logger.error("registration unavailable", extra={"reason": str(error)})
-        return json_response(503, {"error": "unavailable", "reason": "try again"})
+        return error_response(503, ApiError.UNAVAILABLE, "try again")
 
 
 def _issue(request: APIGatewayProxyEventV2, owner: str) -> dict[str, Any]:
@@ -99,30 +112,52 @@ def _issue(request: APIGatewayProxyEventV2, owner: str) -> dict[str, Any]:
 
 def _register(request: APIGatewayProxyEventV2, owner: str) -> dict[str, Any]:
     try:
-        registration = parse_registration(
-            (request.path_parameters or {}).get("task_id"), json_body(request)
-        )
-    except (InvalidRegistrationError, InvalidBodyError) as error:
-        return _refused(400, "bad_request", str(error))
-    proof = authenticator.verify(registration.capability)
-    if proof is None:
-        return _refused(400, "bad_request", "pingback_url was not issued by this stack")
-    logger.append_keys(task_id=registration.task_id)
-    try:
-        outcome = service.register(registration, proof, owner)
-    except UnknownAtProviderError as error:
-        return _refused(404, "unknown_task", str(error))
-    except InvalidRegistrationError as error:
-        return _refused(400, "bad_request", str(error))
+        registration = _parsed(request)
+        logger.append_keys(task_id=registration.task_id)
+        outcome = _recorded(registration, owner)
+    except _Refusal as refusal:
+        return _refused(refusal.status, refusal.error, refusal.reason)
     if outcome is RegistrationOutcome.DIFFERENT_DATA:
         metrics.add_metric(name="RegistrationConflict", unit=MetricUnit.Count, value=1)
         reason = "task already registered with different data"
-        return json_response(409, {"error": "conflict", "reason": reason})
+        return error_response(409, ApiError.CONFLICT, reason)
     metrics.add_metric(name="TaskRegistered", unit=MetricUnit.Count, value=1)
     return json_response(STATUS_OF_OUTCOME[outcome], {"task_id": registration.task_id})
 
 
-def _refused(status: int, error: str, reason: str) -> dict[str, Any]:
+class _Refusal(Exception):
+    def __init__(self, status: int, error: ApiError, reason: str) -> None:
+        super().__init__(reason)
+        self.status, self.error, self.reason = status, error, reason
+
+
+def _parsed(request: APIGatewayProxyEventV2) -> RegistrationRequest:
+    try:
+        return parse_registration(
+            (request.path_parameters or {}).get("task_id"), json_body(request, MAX_REQUEST_BYTES)
+        )
+    except InvalidBodyError as error:
+        raise _Refusal(400, ApiError.INVALID_BODY, str(error)) from None
+    except InvalidRegistrationError as error:
+        raise _Refusal(400, REGISTRATION_ERRORS[error.field], str(error)) from None
+    except InvalidFieldError as error:
+        raise _Refusal(400, ApiError.INVALID_FIELD, error.reason) from None
+
+
+def _recorded(registration: RegistrationRequest, owner: str) -> RegistrationOutcome:
+    proof = authenticator.verify(registration.capability)
+    if proof is None:
+        reason = "pingback_url was not issued by this stack, or is too old"
+        raise _Refusal(400, ApiError.INVALID_PINGBACK_URL, reason)
+    try:
+        return service.register(registration, proof, owner)
+    except UnknownAtProviderError as error:
+        raise _Refusal(404, ApiError.UNKNOWN_TASK, str(error)) from None
+    except InvalidRegistrationError as error:
+        raise _Refusal(400, REGISTRATION_ERRORS[error.field], str(error)) from None
+
+
+def _refused(status: int, error: ApiError, reason: str) -> dict[str, Any]:
     metrics.add_metric(name="RegisterRejected", unit=MetricUnit.Count, value=1)
     logger.warning("registration refused", extra={"status": status, "reason": reason})
-    return json_response(status, {"error": error, "reason": reason})
+    return error_response(status, error, reason)

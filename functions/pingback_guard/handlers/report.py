@@ -11,8 +11,6 @@ from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import
     APIGatewayProxyEventV2,
 )
 
-from pingback_guard import aws_clients
-from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import (
     PingbackGuardError,
     ProviderAccountError,
@@ -21,30 +19,45 @@ from pingback_guard.domain.errors import (
 )
 from pingback_guard.domain.task import ReportClaim, ReportVerdict
 from pingback_guard.handlers.principal import own_task_route
-from pingback_guard.handlers.responses import json_response, path_task_id
-from pingback_guard.logic.report import InvalidReportError, ReportService, parse_report
+from pingback_guard.handlers.responses import (
+    ApiError,
+    error_response,
+    json_response,
+    path_task_id,
+)
+from pingback_guard.handlers.services import report_service
+from pingback_guard.logic.report import InvalidReportError, parse_report
 from pingback_guard.observability import instrumented, logger, metrics
-from pingback_guard.provider.configured_client import captchaai_client
 from pingback_guard.settings import ReportSettings
 
 settings = ReportSettings.from_env(os.environ)
-service = ReportService(
-    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
-    captchaai_client(settings.provider),
+service = report_service(
+    settings.table,
+    settings.provider,
     settings.report_window_seconds,
-    admin_principal_arn=settings.admin_principal_arn,
+    settings.admin_principal_arn,
 )
 
-STATUS_OF_REFUSAL = {
-    ReportClaim.UNKNOWN_TASK: 404,
-    ReportClaim.NOT_SOLVED: 409,
-    ReportClaim.ALREADY_REPORTED: 409,
-    ReportClaim.WINDOW_CLOSED: 410,
+REFUSALS = {
+    ReportClaim.UNKNOWN_TASK: (
+        404,
+        ApiError.UNKNOWN_TASK,
+        "no task with this task_id for this caller",
+    ),
+    ReportClaim.NOT_SOLVED: (409, ApiError.NOT_SOLVED, "the task has no solution to report"),
+    ReportClaim.ALREADY_REPORTED: (409, ApiError.ALREADY_REPORTED, "the task was reported already"),
+    ReportClaim.WINDOW_CLOSED: (
+        410,
+        ApiError.REPORT_WINDOW_CLOSED,
+        "the provider no longer takes reports for this task",
+    ),
 }
 
 
 class _BadRequest(Exception):
-    pass
+    def __init__(self, code: ApiError, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
 
 
 @instrumented
@@ -53,14 +66,14 @@ def handler(request: APIGatewayProxyEventV2, principal: str) -> dict[str, Any]:
     try:
         task_id, verdict = _parse(request)
     except _BadRequest as error:
-        return json_response(400, {"error": "bad_request", "reason": str(error)})
+        return error_response(400, error.code, str(error))
     logger.append_keys(task_id=task_id)
     try:
         claim = service.report(task_id, verdict, principal)
     except PingbackGuardError as error:
         return _unavailable(error)
     if claim is not ReportClaim.CLAIMED:
-        return json_response(STATUS_OF_REFUSAL[claim], {"error": claim.value})
+        return error_response(*REFUSALS[claim])
     metrics.add_metric(name=f"Reported{verdict.value.title()}", unit=MetricUnit.Count, value=1)
     return json_response(200, {"task_id": task_id, "reported": verdict.value})
 
@@ -69,28 +82,28 @@ def _parse(request: APIGatewayProxyEventV2) -> tuple[str, ReportVerdict]:
     try:
         task_id = path_task_id(request)
     except ValueError as error:
-        raise _BadRequest(str(error)) from None
+        raise _BadRequest(ApiError.INVALID_TASK_ID, str(error)) from None
     try:
         document = json.loads(request.decoded_body or "null")
     except ValueError:
-        raise _BadRequest("body is not valid JSON") from None
+        raise _BadRequest(ApiError.INVALID_BODY, "body is not valid JSON") from None
     try:
         return task_id, parse_report(document)
     except InvalidReportError as error:
-        raise _BadRequest(str(error)) from None
+        raise _BadRequest(ApiError.INVALID_FIELD, str(error)) from None
 
 
 def _unavailable(error: PingbackGuardError) -> dict[str, Any]:
     """Nothing stays claimed: the worker may try again."""
     if isinstance(error, StoreError):
         logger.error("report not recorded", extra={"reason": str(error)})
-        return json_response(503, {"error": "store_unavailable", "reason": "try again"})
+        return error_response(503, ApiError.STORE_UNAVAILABLE, "try again")
     if isinstance(error, ProviderRejectedError):
         metrics.add_metric(name="ReportRejected", unit=MetricUnit.Count, value=1)
         logger.warning("provider refused the report", extra={"reason": str(error)})
-        return json_response(502, {"error": "provider_rejected", "reason": str(error)})
+        return error_response(502, ApiError.PROVIDER_REJECTED, str(error))
     if isinstance(error, ProviderAccountError):
         metrics.add_metric(name="ProviderAccountError", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="ReportFailed", unit=MetricUnit.Count, value=1)
     logger.error("report not sent; claim released", extra={"reason": str(error)})
-    return json_response(503, {"error": "provider_unavailable", "reason": "try again"})
+    return error_response(503, ApiError.PROVIDER_UNAVAILABLE, "try again")

@@ -6,6 +6,7 @@ import base64
 import binascii
 import json
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from pingback_guard.domain.task import normalise_task_id
@@ -22,6 +23,33 @@ def json_response(status: int, body: dict[str, Any]) -> dict[str, Any]:
         "headers": {"content-type": "application/json"},
         "body": json.dumps(body, separators=(",", ":")),
     }
+
+
+class ApiError(StrEnum):
+    """The ``error`` codes of the JSON routes; docs/api-errors.md lists them with their status."""
+
+    INVALID_BODY = "invalid_body"
+    INVALID_FIELD = "invalid_field"
+    INVALID_TASK_ID = "invalid_task_id"
+    INVALID_PINGBACK_URL = "invalid_pingback_url"
+    FORBIDDEN = "forbidden"
+    UNKNOWN_TASK = "unknown_task"
+    CONFLICT = "conflict"
+    NOT_SOLVED = "not_solved"
+    ALREADY_REPORTED = "already_reported"
+    REPORT_WINDOW_CLOSED = "report_window_closed"
+    PROVIDER_REJECTED = "provider_rejected"
+    PROVIDER_ACCOUNT_ERROR = "provider_account_error"
+    PROVIDER_UNAVAILABLE = "provider_unavailable"
+    STORE_UNAVAILABLE = "store_unavailable"
+    UNAVAILABLE = "unavailable"
+    NOT_RECORDED = "not_recorded"
+
+
+def error_response(status: int, error: ApiError, reason: str, **extra: str) -> dict[str, Any]:
+    """Every JSON route's refusal: ``{"error": code, "reason": text naming the field}``, plus
+    what the caller needs to act on it (the task id of a task accepted but not recorded)."""
+    return json_response(status, {"error": error.value, "reason": reason, **extra})
 
 
 def text_response(status: int, body: str) -> dict[str, Any]:
@@ -48,13 +76,13 @@ class InvalidBodyError(ValueError):
 MAX_JSON_BODY_BYTES = 64 * 1024
 
 
-def json_body(request: APIGatewayProxyEventV2) -> object:
+def json_body(request: APIGatewayProxyEventV2, max_bytes: int = MAX_JSON_BODY_BYTES) -> object:
     """The JSON document in the body (None when empty); any malformed input is InvalidBodyError."""
     body = raw_body(request.raw_event)
     if body is None:
         raise InvalidBodyError("body is not valid base64")
-    if len(body) > MAX_JSON_BODY_BYTES:
-        raise InvalidBodyError("body too large")
+    if len(body) > max_bytes:
+        raise InvalidBodyError(f"body must be at most {max_bytes} bytes")
     if not body:
         return None
     try:

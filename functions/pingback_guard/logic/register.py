@@ -27,28 +27,29 @@ from pingback_guard.domain.task import (
     is_clean_text,
     normalise_task_id,
 )
+from pingback_guard.kinds.fields import MAX_URL_BYTES
+from pingback_guard.kinds.json_fields import request_from_json
 from pingback_guard.logic.capability import ProvenCapability
-from pingback_guard.logic.submit import (
-    MAX_PAGE_URL_LENGTH,
-    InvalidSubmissionError,
-    PendingTasks,
-    issue_pingback,
-    parse_submission,
-)
+from pingback_guard.logic.submit import PendingTasks, issue_pingback
 from pingback_guard.provider.answers import AnswerKind
 from pingback_guard.provider.client import ProviderClient
 
 # res.php's answers for an id the provider does not know (for this stack's API key).
 UNKNOWN_ID_CODES = frozenset({"ERROR_WRONG_CAPTCHA_ID", "ERROR_WRONG_ID_FORMAT"})
-# Answers that alike: a registration that loses to, or contests, another's task.
+# Answered alike: a registration that loses to, or contests, another's task.
 CLAIMS = frozenset({RegistrationOutcome.CONTESTED, RegistrationOutcome.HELD_ELSEWHERE})
 
-REGISTRATION_FIELDS = frozenset({"pingback_url", "method", "sitekey", "page_url", "extras"})
 CALLBACK_PATH_PREFIX = "/callback/"
+NOT_ISSUED = "pingback_url must be a URL issued by POST /pingback-urls"
 
 
 class InvalidRegistrationError(ValueError):
-    """A registration that cannot be recorded; the message is a reason that never echoes input."""
+    """A registration's task id or pingback URL that cannot be recorded; the message is a reason
+    that never echoes input. A bad CAPTCHA field is an InvalidFieldError."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(reason)
+        self.field = field
 
 
 class PingbackUrlRefusedError(InvalidRegistrationError):
@@ -56,8 +57,9 @@ class PingbackUrlRefusedError(InvalidRegistrationError):
 
     def __init__(self) -> None:
         super().__init__(
+            "pingback_url",
             "pingback_url was not issued to this caller, registered another task,"
-            " or its registration window ended"
+            " or its registration window ended",
         )
 
 
@@ -65,7 +67,7 @@ class UnknownAtProviderError(InvalidRegistrationError):
     """The provider does not know the id (for this stack's API key): nothing to register."""
 
     def __init__(self) -> None:
-        super().__init__("the provider does not know this task id")
+        super().__init__("task_id", "the provider does not know this task id")
 
 
 @dataclass(frozen=True)
@@ -76,30 +78,30 @@ class RegistrationRequest:
 
 
 def parse_registration(raw_task_id: object, document: object) -> RegistrationRequest:
+    """InvalidRegistrationError for the task id or pingback URL, InvalidFieldError for the rest.
+
+    The worker submitted the task itself: its secrets (proxy, cookies, images) are not needed and
+    never kept."""
     try:
         task_id = normalise_task_id(raw_task_id)
     except ValueError:
-        raise InvalidRegistrationError("task_id must be 1 to 20 digits") from None
+        raise InvalidRegistrationError("task_id", "task_id must be 1 to 20 digits") from None
     if not isinstance(document, Mapping):
-        raise InvalidRegistrationError("body must be a JSON object")
-    unknown = set(document) - REGISTRATION_FIELDS
-    if unknown:
-        raise InvalidRegistrationError(f"unknown fields: {len(unknown)}")
-    try:
-        request = parse_submission({k: v for k, v in document.items() if k != "pingback_url"})
-    except InvalidSubmissionError as error:
-        raise InvalidRegistrationError(str(error)) from None
-    return RegistrationRequest(task_id, request, _capability_of(document.get("pingback_url")))
+        raise InvalidRegistrationError("body", "body must be a JSON object")
+    capability = _capability_of(document.get("pingback_url"))
+    described = {name: value for name, value in document.items() if name != "pingback_url"}
+    request = request_from_json(described, secrets_sent=False).without_secrets()
+    return RegistrationRequest(task_id, request, capability)
 
 
 def _capability_of(url: object) -> str:
     """The last path segment of ``.../callback/<capability>``; the caller checks its MAC."""
-    if not is_clean_text(url) or len(str(url)) > MAX_PAGE_URL_LENGTH:
-        raise InvalidRegistrationError("pingback_url must be a URL issued by POST /pingback-urls")
+    if not is_clean_text(url) or len(str(url)) > MAX_URL_BYTES:
+        raise InvalidRegistrationError("pingback_url", NOT_ISSUED)
     parts = urlsplit(str(url))
     _, found, capability = parts.path.rpartition(CALLBACK_PATH_PREFIX)
     if parts.scheme not in {"http", "https"} or not parts.netloc or not found or "/" in capability:
-        raise InvalidRegistrationError("pingback_url must be a URL issued by POST /pingback-urls")
+        raise InvalidRegistrationError("pingback_url", NOT_ISSUED)
     return capability
 
 
@@ -160,7 +162,11 @@ class RegisterService:
             raise PingbackUrlRefusedError
         self._check_known_to_provider(registration.task_id)
         task = self.pending.new(
-            registration.task_id, registration.request, proof.nonce, owner, TaskOrigin.REGISTER
+            registration.task_id,
+            registration.request,
+            proof.nonce,
+            owner,
+            origin=TaskOrigin.REGISTER,
         )
         outcome = self._store.record_registration(task)
         if outcome is RegistrationOutcome.PROVISIONAL_DISCARDED:

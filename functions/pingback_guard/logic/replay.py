@@ -20,10 +20,11 @@ from pingback_guard.domain.task import (
     TaskResult,
     is_clean_text,
 )
+from pingback_guard.kinds.registry import InvalidFieldError, parse_provider_fields
 from pingback_guard.logic.capability import is_nonce
+from pingback_guard.logic.forwarding import is_forwardable_url
 from pingback_guard.logic.pingback_request import check_code
 from pingback_guard.logic.results import store_result
-from pingback_guard.logic.submit import InvalidSubmissionError, parse_submission
 from pingback_guard.queue.dead_letter import DeadLetter, decode_message
 
 # 2020-01-01: nothing this stack wrote can be older. Clock skew allowed into the future: 5 min.
@@ -116,10 +117,12 @@ def _check_result(result: TaskResult, now: float) -> None:
 
 def _check_registration(task: NewTask, now: float) -> None:
     try:
-        parsed = parse_submission(task.request.to_document())
-    except InvalidSubmissionError as error:
+        parsed = parse_provider_fields(
+            {**task.request.fields, "method": task.request.method}, secrets_sent=False
+        )
+    except InvalidFieldError as error:
         raise RejectedMessageError(f"dead-letter registration: {error}") from None
-    if parsed != task.request:
+    if parsed.without_secrets() != task.request:
         raise RejectedMessageError("dead-letter registration: request is not in canonical form")
     _check_time("submitted_at", task.submitted_at, now)
     first_poll_delay = task.first_poll_at - task.submitted_at
@@ -130,6 +133,8 @@ def _check_registration(task: NewTask, now: float) -> None:
         is_clean_text(task.owner) and PRINCIPAL_ARN_PATTERN.fullmatch(task.owner)
     ):
         raise RejectedMessageError("dead-letter registration: owner is not a principal ARN")
+    if task.forward_url is not None and not is_forwardable_url(task.forward_url):
+        raise RejectedMessageError("dead-letter registration: forward_url is not allowed")
 
 
 def _check_time(name: str, moment: float, now: float) -> None:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.errors import (
@@ -14,80 +12,13 @@ from pingback_guard.domain.errors import (
     StoreUnavailableError,
     TaskNotRecordedError,
 )
-from pingback_guard.domain.task import (
-    REQUEST_EXTRA_FIELDS,
-    SUPPORTED_METHODS,
-    CaptchaRequest,
-    NewTask,
-    SubmissionOutcome,
-    TaskOrigin,
-    is_clean_text,
-)
+from pingback_guard.domain.task import CaptchaRequest, NewTask, SubmissionOutcome, TaskOrigin
 from pingback_guard.logic import capability
 from pingback_guard.logic.poll_schedule import first_poll_delay
 from pingback_guard.provider.client import ProviderClient
 from pingback_guard.queue.dead_letter import DeadLetterQueue
 
-SITEKEY_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,128}")
-MAX_PAGE_URL_LENGTH = 2048
-MAX_EXTRA_VALUE_LENGTH = 4096
 RECORD_ATTEMPTS = 4
-
-
-class InvalidSubmissionError(ValueError):
-    """A worker's submit request that cannot be sent to the provider."""
-
-
-def parse_submission(document: object) -> CaptchaRequest:
-    if not isinstance(document, Mapping):
-        raise InvalidSubmissionError("body must be a JSON object")
-    method = document.get("method", "userrecaptcha")
-    if not isinstance(method, str) or method not in SUPPORTED_METHODS:
-        raise InvalidSubmissionError(f"method must be one of {sorted(SUPPORTED_METHODS)}")
-    sitekey = document.get("sitekey")
-    if not isinstance(sitekey, str) or not SITEKEY_PATTERN.fullmatch(sitekey):
-        raise InvalidSubmissionError("sitekey must be 1-128 characters [A-Za-z0-9_.-]")
-    page_url = document.get("page_url")
-    if not is_clean_text(page_url) or not _is_http_url(str(page_url)):
-        raise InvalidSubmissionError("page_url must be an http(s) URL")
-    return CaptchaRequest(method, sitekey, str(page_url), _extras(document.get("extras", {})))
-
-
-def _is_http_url(value: str) -> bool:
-    parts = urlsplit(value)
-    return (
-        len(value) <= MAX_PAGE_URL_LENGTH
-        and parts.scheme in {"http", "https"}
-        and bool(parts.netloc)
-    )
-
-
-def _extras(raw: object) -> dict[str, str]:
-    if not isinstance(raw, Mapping):
-        raise InvalidSubmissionError("extras must be an object")
-    unknown = set(raw) - REQUEST_EXTRA_FIELDS
-    if unknown:
-        # Count, never name them: reasons do not echo input.
-        raise InvalidSubmissionError(f"extras not supported: {len(unknown)} outside the allow-list")
-    extras: dict[str, str] = {}
-    for key, value in raw.items():
-        if not isinstance(value, str | int | float) or (
-            isinstance(value, str) and not is_clean_text(value)
-        ):
-            raise InvalidSubmissionError(f"extras.{key} must be a short string or number")
-        text = _extra_text(value)
-        if len(text) > MAX_EXTRA_VALUE_LENGTH:
-            raise InvalidSubmissionError(f"extras.{key} must be a short string or number")
-        extras[str(key)] = text
-    return extras
-
-
-def _extra_text(value: str | int | float) -> str:
-    if isinstance(value, bool):
-        return str(int(value))
-    if isinstance(value, int) and abs(value) >= 10**MAX_EXTRA_VALUE_LENGTH:
-        raise InvalidSubmissionError("extras: number too large")
-    return str(value)
 
 
 def pingback_url(public_base_url: str, secret: str) -> str:
@@ -122,6 +53,8 @@ class PendingTasks:
         request: CaptchaRequest,
         nonce: str | None,
         owner: str | None,
+        forward_url: str | None = None,
+        *,
         origin: TaskOrigin = TaskOrigin.SUBMIT,
     ) -> NewTask:
         now = self.clock()
@@ -130,7 +63,14 @@ class PendingTasks:
         )
         kept = request.without_secrets()
         return NewTask(
-            task_id, kept, now, now + first_check_after, nonce=nonce, owner=owner, origin=origin
+            task_id,
+            kept,
+            now,
+            now + first_check_after,
+            nonce=nonce,
+            owner=owner,
+            forward_url=forward_url,
+            origin=origin,
         )
 
 
@@ -155,16 +95,26 @@ class SubmitService:
         self._on_registration_replaced = on_registration_replaced
 
     def submit(
-        self, request: CaptchaRequest, pingback: IssuedPingback, owner: str | None = None
+        self,
+        request: CaptchaRequest,
+        pingback: IssuedPingback,
+        owner: str | None = None,
+        forward_url: str | None = None,
     ) -> NewTask:
         """Provider first (it names the task), then PENDING: retried, else queued for replay.
 
         The record is the caller's whatever else claimed the id (the provider holds this
         submit's URL). Only when the table and the dead-letter queue both refuse does the caller
-        get an error, and that error carries the provider's task id.
+        get an error, and that error carries the provider's task id. ``forward_url``: the
+        worker's own pingback URL (in.php's ``pingback``), kept with the task for the result's
+        forward.
         """
         task = self.pending.new(
-            self._provider.submit(request, pingback.url), request, pingback.nonce, owner
+            self._provider.submit(request, pingback.url),
+            request,
+            pingback.nonce,
+            owner,
+            forward_url,
         )
         try:
             outcome = self._record(task)

@@ -28,7 +28,8 @@ from pingback_guard.domain.errors import (
     ProviderRejectedError,
     ProviderRetryableError,
 )
-from pingback_guard.domain.task import REQUEST_EXTRA_FIELDS, CaptchaRequest, normalise_task_id
+from pingback_guard.domain.task import CaptchaRequest, normalise_task_id
+from pingback_guard.kinds.fields import decode_image
 from pingback_guard.provider.answers import AnswerKind, ProviderAnswer, classify
 
 PLAIN_CODE = re.compile(r"[A-Z0-9_: ]{1,64}")
@@ -37,7 +38,8 @@ USER_AGENT = "pingback-guard/0.1"
 # 100 ids of tokens up to 8 KB each, with separators: the largest honest ids= answer.
 MAX_ANSWER_BYTES = 1024 * 1024
 READ_CHUNK_BYTES = 16 * 1024
-SITEKEY_FIELD = {"userrecaptcha": "googlekey"}
+# method=post uploads the image as a multipart file; the request holds it base64 in "file".
+UPLOADED_FIELD = "file"
 
 
 @dataclass(frozen=True)
@@ -79,17 +81,17 @@ class CaptchaAiClient:
 
     def submit(self, request: CaptchaRequest, pingback_url: str) -> str:
         form = {
+            **request.fields,
             "key": self._api_key(),
             "method": request.method,
-            SITEKEY_FIELD.get(request.method, "sitekey"): request.sitekey,
-            "pageurl": request.page_url,
             "pingback": pingback_url,
             "json": "1",
         }
-        form.update({k: v for k, v in request.extras.items() if k in REQUEST_EXTRA_FIELDS})
+        upload = form.pop(UPLOADED_FIELD, None) if request.method == "post" else None
+        files = {"file": ("captcha", decode_image(upload))} if upload is not None else None
         for attempt in range(self._retry.attempts):
             try:
-                status, answer = self._exchange("POST", "in.php", form)
+                status, answer = self._exchange("POST", "in.php", form, files)
             except ProviderRetryableError as error:
                 if not error.resend_is_safe or attempt + 1 >= self._retry.attempts:
                     raise
@@ -164,7 +166,13 @@ class CaptchaAiClient:
                 self._sleep(self._retry.delay(attempt, self._rng))
         raise ProviderRetryableError("res.php: no attempt left")  # pragma: no cover
 
-    def _exchange(self, method: str, endpoint: str, fields: dict[str, str]) -> tuple[int, Any]:
+    def _exchange(
+        self,
+        method: str,
+        endpoint: str,
+        fields: dict[str, str],
+        files: dict[str, tuple[str, bytes]] | None = None,
+    ) -> tuple[int, Any]:
         """One HTTP request; returns (status, request) of the provider's JSON answer.
 
         A GET is always safe to resend; a POST only when it surely never reached the provider.
@@ -178,6 +186,7 @@ class CaptchaAiClient:
                 method,
                 url,
                 data=body,
+                files=files,
                 params=query,
                 timeout=(self._connect_timeout, self._call_deadline),
                 allow_redirects=False,
@@ -291,8 +300,9 @@ def _parse_answer(endpoint: str, content: bytes) -> tuple[int, Any]:
 
 
 def _raise_for(verdict: ProviderAnswer, where: str) -> None:
+    message, code = f"{where}: {verdict.value}", verdict.value
     if verdict.kind is AnswerKind.ACCOUNT:
-        raise ProviderAccountError(f"{where}: {verdict.value}")
+        raise ProviderAccountError(message, code=code)
     if verdict.kind is AnswerKind.RETRYABLE or verdict.kind is AnswerKind.NOT_READY:
-        raise ProviderRetryableError(f"{where}: {verdict.value}")
-    raise ProviderRejectedError(f"{where}: {verdict.value}")
+        raise ProviderRetryableError(message, code=code)
+    raise ProviderRejectedError(message, code=code)

@@ -55,6 +55,7 @@ def encode_message(write: DeadLetter, reason: str) -> str:
             "first_poll_at": write.first_poll_at,
             "nonce": write.nonce,
             "owner": write.owner,
+            "forward_url": write.forward_url,
         }
     return json.dumps({**body, "reason": reason}, separators=(",", ":"))
 
@@ -72,6 +73,7 @@ def decode_message(body: str) -> DeadLetter:
                 first_poll_at=float(document["first_poll_at"]),
                 nonce=_optional_text(document.get("nonce")),
                 owner=_optional_text(document.get("owner")),
+                forward_url=_optional_text(document.get("forward_url")),
             )
         return TaskResult(
             task_id=task_id,

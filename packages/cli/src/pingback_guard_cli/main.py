@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from pingback_guard_cli import queues, secret, status, tasks
+from pingback_guard_cli import keys, queues, secret, status, tasks
 from pingback_guard_cli.errors import ExitCode, failure_of
 from pingback_guard_cli.stack import Aws, Stack, find_stack
 
@@ -226,6 +226,9 @@ def secret_rotate(context: Context) -> None:
         f"rotated the callback secret: new version {done.version_id}; the old current secret is "
         f"now previous and still accepted{replaced}. Retire it after RetentionSeconds + 5 min."
     )
+
+
+cli.add_command(keys.keys_group)
 
 
 def _print_peek(messages: list[queues.PeekedMessage]) -> None:

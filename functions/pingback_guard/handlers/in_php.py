@@ -1,0 +1,68 @@
+"""CompatSubmitFunction: in.php on the stack's API (GET|POST /in.php, key= auth): a 2captcha
+client's submit becomes a POST /tasks for the key's owner (our pingback URL, record, three nets)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
+    APIGatewayProxyEventV2,
+)
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from pingback_guard import aws_clients
+from pingback_guard.data.worker_keys import DynamoDbWorkerKeys
+from pingback_guard.handlers.pingbacks import PingbackIssuer
+from pingback_guard.handlers.protocol import (
+    MalformedRequestError,
+    protocol_fields,
+    protocol_response,
+)
+from pingback_guard.handlers.services import submit_service
+from pingback_guard.logic.compat import (
+    BAD_PARAMETERS,
+    CompatSubmit,
+    Event,
+    Outcome,
+    ProtocolAnswer,
+    wants_json,
+)
+from pingback_guard.logic.worker_keys import WorkerKeys
+from pingback_guard.observability import instrumented, logger, metrics
+from pingback_guard.settings import CompatSubmitSettings
+
+# An image (normal CAPTCHA) of 100 KB as base64 in a form, with room for the other fields.
+MAX_BODY_BYTES = 1024 * 1024
+
+settings = CompatSubmitSettings.from_env(os.environ)
+pingbacks = PingbackIssuer(settings.submit.pingbacks)
+service = CompatSubmit(
+    WorkerKeys(DynamoDbWorkerKeys(aws_clients.dynamodb_client(), settings.worker_keys_table)),
+    submit_service(settings.submit, pingbacks),
+)
+
+
+@instrumented
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request = APIGatewayProxyEventV2(event)
+    try:
+        fields = protocol_fields(event, MAX_BODY_BYTES)
+    except MalformedRequestError as error:
+        outcome = Outcome(ProtocolAnswer.error(BAD_PARAMETERS), Event.REJECTED)
+        logger.warning("in.php request unreadable", extra={"reason": str(error)})
+        return _answered(outcome, as_json=False)
+    outcome = service.submit(fields, lambda: pingbacks.issue(request))
+    return _answered(outcome, wants_json(fields))
+
+
+def _answered(outcome: Outcome, as_json: bool) -> dict[str, Any]:
+    metrics.add_metric(name=outcome.event.value, unit=MetricUnit.Count, value=1)
+    if outcome.event is not Event.SUBMITTED:
+        # The answer is a protocol code: never the key, never a field's value.
+        logger.warning(
+            "in.php refused",
+            extra={"answer": outcome.answer.request, "task_id": outcome.task_id},
+        )
+    return protocol_response(outcome.answer, as_json)

@@ -1,0 +1,60 @@
+"""CompatResultFunction: res.php on the stack's API (GET|POST /res.php, key= auth): get (id or
+ids, from the table with the read-through), reportgood/reportbad and getbalance, for the key's
+owner only (another owner's task answers ERROR_WRONG_CAPTCHA_ID, as an unknown one)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from pingback_guard import aws_clients
+from pingback_guard.data.worker_keys import DynamoDbWorkerKeys
+from pingback_guard.handlers.protocol import (
+    MalformedRequestError,
+    protocol_fields,
+    protocol_response,
+)
+from pingback_guard.handlers.services import report_service, task_query
+from pingback_guard.logic.compat import (
+    BAD_PARAMETERS,
+    CompatResults,
+    Event,
+    ProtocolAnswer,
+    wants_json,
+)
+from pingback_guard.logic.worker_keys import WorkerKeys
+from pingback_guard.observability import instrumented, logger, metrics, record_read_through
+from pingback_guard.provider.configured_client import captchaai_client
+from pingback_guard.settings import CompatResultSettings
+
+MAX_BODY_BYTES = 64 * 1024
+
+settings = CompatResultSettings.from_env(os.environ)
+reads = settings.get_task
+service = CompatResults(
+    WorkerKeys(DynamoDbWorkerKeys(aws_clients.dynamodb_client(), settings.worker_keys_table)),
+    task_query(reads),
+    report_service(
+        reads.table, reads.provider, settings.report_window_seconds, reads.admin_principal_arn
+    ),
+    captchaai_client(reads.provider),
+)
+
+
+@instrumented
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    try:
+        fields = protocol_fields(event, MAX_BODY_BYTES)
+    except MalformedRequestError as error:
+        logger.warning("res.php request unreadable", extra={"reason": str(error)})
+        return protocol_response(ProtocolAnswer.error(BAD_PARAMETERS), as_json=False)
+    outcome = service.answer(fields)
+    metrics.add_metric(name=outcome.event.value, unit=MetricUnit.Count, value=1)
+    for task_id, found in outcome.lookups:
+        record_read_through(task_id, found)
+    if outcome.event in {Event.KEY_REFUSED, Event.STORE_UNAVAILABLE}:
+        logger.warning("res.php refused", extra={"answer": outcome.answer.request})
+    return protocol_response(outcome.answer, wants_json(fields))

@@ -1,0 +1,60 @@
+"""The services the worker routes share, built once from a function's settings: the IAM routes
+(POST /tasks, GET /tasks/{id}, report) and the in.php/res.php ones make them the same way."""
+
+from __future__ import annotations
+
+from pingback_guard import aws_clients
+from pingback_guard.data.dynamodb import DynamoDbTaskStore
+from pingback_guard.handlers.pingbacks import PingbackIssuer
+from pingback_guard.logic.get_task import ReadThroughPolicy, TaskQuery
+from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
+from pingback_guard.logic.report import ReportService
+from pingback_guard.logic.submit import SubmitService
+from pingback_guard.observability import (
+    count_provisional_discarded,
+    count_registration_replaced,
+)
+from pingback_guard.provider.captchaai import RetryPolicy
+from pingback_guard.provider.configured_client import captchaai_client
+from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
+from pingback_guard.settings import GetTaskSettings, ProviderSettings, SubmitSettings, TableSettings
+
+
+def submit_service(settings: SubmitSettings, pingbacks: PingbackIssuer) -> SubmitService:
+    return SubmitService(
+        DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
+        captchaai_client(settings.provider),
+        SqsDeadLetterQueue(aws_clients.sqs_client(), settings.dead_letter_queue_url),
+        pingbacks.pending,
+        on_provisional_discarded=count_provisional_discarded,
+        on_registration_replaced=count_registration_replaced,
+    )
+
+
+def task_query(settings: GetTaskSettings) -> TaskQuery:
+    return TaskQuery(
+        DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
+        # One attempt: a worker is waiting on this answer, and its next GET is the retry.
+        captchaai_client(settings.provider, retry=RetryPolicy(attempts=1)),
+        ReadThroughPolicy(
+            CheckSchedule(
+                settings.read_through_interval_seconds, settings.read_through_max_gap_seconds
+            ),
+            SolveTimes(default_seconds=settings.expected_solve_seconds),
+        ),
+        admin_principal_arn=settings.admin_principal_arn,
+    )
+
+
+def report_service(
+    table: TableSettings,
+    provider: ProviderSettings,
+    window_seconds: float,
+    admin_principal_arn: str,
+) -> ReportService:
+    return ReportService(
+        DynamoDbTaskStore(aws_clients.dynamodb_client(), table),
+        captchaai_client(provider),
+        window_seconds,
+        admin_principal_arn=admin_principal_arn,
+    )

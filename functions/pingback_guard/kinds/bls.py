@@ -1,0 +1,47 @@
+"""BLS image grids: method ``bls``, a numeric ``instructions`` code and up to nine cells
+``image_base64_1`` .. ``image_base64_9`` (data URIs or plain base64; secrets of the submit).
+The answer is a JSON array of the matching cells' indices (1-9), e.g. ``[1, 4, 7]``."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+
+from pingback_guard.kinds import fields as f
+from pingback_guard.kinds.base import Kind, ParsedAnswer
+
+CELLS = 9
+
+
+def parse_bls_answer(raw: str, _request: Mapping[str, str]) -> ParsedAnswer:
+    try:
+        document = json.loads(raw)
+    except (ValueError, RecursionError):
+        return ParsedAnswer({"text": raw}, fits=False)
+    if not isinstance(document, list) or not all(
+        isinstance(cell, int) and not isinstance(cell, bool) and 1 <= cell <= CELLS
+        for cell in document
+    ):
+        return ParsedAnswer({"text": raw}, fits=False)
+    return ParsedAnswer({"cells": document})
+
+
+def _cell(index: int) -> f.Field:
+    cell = f.image(f"image_base64_{index}")
+    return cell if index == 1 else cell.optional()
+
+
+KIND = Kind(
+    name="bls",
+    methods=frozenset({"bls"}),
+    fields=(
+        f.Field("instructions", f.matches(re.compile(r"[0-9]{1,16}")), "a numeric code", 16, True),
+        *(_cell(index) for index in range(1, CELLS + 1)),
+        f.SOFT_ID,
+    ),
+    answer_may_hold_pipe=False,
+    lifetime=None,
+    expected_solve_seconds=6.0,
+    parse_answer=parse_bls_answer,
+)

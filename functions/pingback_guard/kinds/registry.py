@@ -1,0 +1,124 @@
+"""Every kind the stack supports, and the one validator of a request's in.php fields.
+
+``parse_provider_fields`` is the only place a CAPTCHA request is checked: the JSON routes
+translate their documents into in.php fields first (``provider_fields_from_json``), the
+in.php-compatible endpoint passes its form as it came.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from pingback_guard.domain.task import CaptchaRequest
+from pingback_guard.kinds import (
+    bls,
+    cloudflare_challenge,
+    geetest,
+    hcaptcha,
+    image,
+    recaptcha,
+    turnstile,
+)
+from pingback_guard.kinds.base import Kind, ParsedAnswer
+
+KINDS: tuple[Kind, ...] = (
+    recaptcha.KIND,
+    hcaptcha.KIND,
+    turnstile.KIND,
+    image.BASE64,
+    image.POST,
+    geetest.KIND,
+    cloudflare_challenge.KIND,
+    bls.KIND,
+)
+KIND_BY_METHOD: dict[str, Kind] = {method: kind for kind in KINDS for method in kind.methods}
+METHODS = tuple(sorted(KIND_BY_METHOD))
+KIND_NAMES = tuple(sorted({kind.name for kind in KINDS}))
+# Fields of the protocol, not of a CAPTCHA: the caller handles them, a request never holds them.
+PROTOCOL_FIELDS = frozenset({"key", "json", "header_acao"})
+# A field name short and plain enough to be named back in a refusal.
+NAMEABLE = re.compile(r"[A-Za-z0-9_.-]{1,40}")
+
+
+class InvalidFieldError(ValueError):
+    """A request field that cannot be sent to the provider; ``reason`` names the field."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(reason)
+        self.field = field
+        self.reason = reason
+
+
+def kind_of(method: str | None) -> Kind | None:
+    return KIND_BY_METHOD.get(method or "")
+
+
+def parse_provider_fields(
+    fields: Mapping[str, str], *, secrets_sent: bool = True
+) -> CaptchaRequest:
+    """The request these in.php fields (``method`` included) describe.
+
+    ``secrets_sent=False`` checks a request whose secrets (proxy, cookies, images) were never
+    given to the stack: a task the worker registers, or one the stack kept.
+    """
+    kind = _kind_named_by(fields.get("method"))
+    given = {
+        name: value
+        for name, value in fields.items()
+        if name not in PROTOCOL_FIELDS and name != "method"
+    }
+    _refuse_unknown(kind, given)
+    for name, value in given.items():
+        if not isinstance(value, str):
+            raise InvalidFieldError(name, f"{name} must be text")
+        problem = kind.by_name[name].problem(value)
+        if problem is not None:
+            raise InvalidFieldError(name, problem)
+    for spec in kind.fields:
+        if spec.required and spec.name not in given and (secrets_sent or not spec.secret):
+            raise InvalidFieldError(spec.name, f"{spec.name} is required for {fields['method']}")
+    crossed = kind.cross_check(given)
+    if crossed is not None:
+        raise InvalidFieldError(*crossed)
+    return CaptchaRequest(str(fields["method"]), given, kind.secret_fields & given.keys())
+
+
+def _kind_named_by(method: object) -> Kind:
+    kind = kind_of(method) if isinstance(method, str) else None
+    if kind is None:
+        raise InvalidFieldError("method", f"method must be one of {', '.join(METHODS)}")
+    return kind
+
+
+def _refuse_unknown(kind: Kind, given: Mapping[str, object]) -> None:
+    unknown = sorted(name for name in given if name not in kind.by_name)
+    if not unknown:
+        return
+    name = unknown[0]
+    shown = name if NAMEABLE.fullmatch(name) else "a field"
+    allowed = ", ".join(["method", *sorted(kind.by_name)])
+    method = next(iter(sorted(kind.methods)))
+    raise InvalidFieldError(shown, f"{shown} is not a field of method {method}; allowed: {allowed}")
+
+
+def parse_answer(request: CaptchaRequest | None, raw: str) -> ParsedAnswer:
+    """The worker's parsed form of an answer; a task of unknown kind gets the text as it is."""
+    kind = kind_of(request.method if request else None)
+    if kind is None or request is None:
+        return ParsedAnswer({"text": raw}, fits=True)
+    return kind.parse_answer(raw, request.fields)
+
+
+def polled_alone(method: str | None) -> bool:
+    """Answers that may hold '|' cannot be told apart in an ids= batch; unknown kinds neither."""
+    kind = kind_of(method)
+    return kind is None or kind.answer_may_hold_pipe
+
+
+def _largest_request_bytes() -> int:
+    """Every field of the largest kind at its bound, with room for JSON quoting and names."""
+    return max(sum(spec.max_bytes + 64 for spec in kind.fields) for kind in KINDS) + 1024
+
+
+MAX_REQUEST_BYTES = _largest_request_bytes()

@@ -1,0 +1,33 @@
+"""Who a per-worker key speaks for: the owner its record names, unless revoked."""
+
+from __future__ import annotations
+
+import hmac
+from enum import StrEnum
+
+from pingback_guard.data.worker_keys import WorkerKeyStore
+from pingback_guard.domain.worker_keys import digest_of, is_well_formed
+
+
+class KeyRefusal(StrEnum):
+    """The protocol's answers for a key that speaks for nobody."""
+
+    MALFORMED = "ERROR_WRONG_USER_KEY"
+    UNKNOWN = "ERROR_KEY_DOES_NOT_EXIST"  # never issued, or revoked: the caller cannot tell
+
+
+class WorkerKeys:
+    def __init__(self, store: WorkerKeyStore) -> None:
+        self._store = store
+
+    def owner_of(self, key: object) -> str | KeyRefusal:
+        """The key's owner, or why it is refused. A StoreError is the caller's to answer."""
+        if not is_well_formed(key):
+            return KeyRefusal.MALFORMED
+        wanted = digest_of(str(key))
+        record = self._store.find(wanted.key_id)
+        if record is None or not hmac.compare_digest(record.digest, wanted.digest):
+            return KeyRefusal.UNKNOWN
+        if record.revoked_at is not None or not record.owner:
+            return KeyRefusal.UNKNOWN
+        return record.owner

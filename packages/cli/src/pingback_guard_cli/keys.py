@@ -1,0 +1,182 @@
+"""`keys issue|list|revoke`: per-worker keys of the stack's in.php/res.php endpoint.
+
+A key is printed once, when issued; the table keeps only its SHA-256 (the first 16 hex characters
+name the record: the key id). Each key speaks for one owner, an IAM principal ARN: it submits
+tasks as that principal and reads only that principal's tasks, as the IAM routes do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import click
+from botocore.exceptions import ClientError
+from rich.console import Console
+from rich.table import Table
+
+from pingback_guard_cli.errors import CliFailure, ExitCode
+from pingback_guard_cli.stack import Aws, Stack
+
+KEYS_OUTPUT = "WorkerKeysTableName"
+KEY_ID_LENGTH = 16
+# The userArn API Gateway hands the IAM routes: an IAM user, role or assumed-role session.
+OWNER_PATTERN = re.compile(r"arn:aws[a-z-]*:(iam|sts)::[0-9]{12}:[A-Za-z0-9+=,.@_/:-]{1,1900}")
+LABEL_PATTERN = re.compile(r"[\w .@:/-]{0,64}")
+
+
+class HasStack(Protocol):
+    aws: Aws
+
+    @property
+    def stack(self) -> Stack: ...
+
+
+@dataclass(frozen=True)
+class KeyRecord:
+    key_id: str
+    owner: str
+    label: str
+    created_at: float
+    revoked_at: float | None
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    key: str
+    record: KeyRecord
+    server: str
+
+
+def issue(aws: Aws, stack: Stack, owner: str, label: str) -> IssuedKey:
+    if not OWNER_PATTERN.fullmatch(owner):
+        raise CliFailure(ExitCode.USAGE, "--owner must be an IAM principal ARN (arn:aws:iam::...)")
+    if not LABEL_PATTERN.fullmatch(label):
+        raise CliFailure(ExitCode.USAGE, "--label: at most 64 letters, digits, spaces or .@:/-")
+    key = secrets.token_hex(16)
+    digest = hashlib.sha256(key.encode("ascii")).hexdigest()
+    record = KeyRecord(digest[:KEY_ID_LENGTH], owner, label, time.time(), None)
+    aws.client("dynamodb").put_item(
+        TableName=stack.output(KEYS_OUTPUT),
+        Item={
+            "key_id": {"S": record.key_id},
+            "digest": {"S": digest},
+            "owner": {"S": owner},
+            "label": {"S": label},
+            "created_at": {"N": repr(record.created_at)},
+        },
+        ConditionExpression="attribute_not_exists(key_id)",
+    )
+    return IssuedKey(key, record, urlsplit(stack.output("ApiUrl")).netloc)
+
+
+def list_keys(aws: Aws, stack: Stack) -> list[KeyRecord]:
+    """Every key record (a Scan: the table holds one small item per issued key)."""
+    pages = aws.client("dynamodb").get_paginator("scan")
+    found = [
+        _record(item)
+        for page in pages.paginate(TableName=stack.output(KEYS_OUTPUT), ConsistentRead=True)
+        for item in page.get("Items", [])
+    ]
+    return sorted(found, key=lambda record: record.created_at)
+
+
+def revoke(aws: Aws, stack: Stack, key_id: str) -> KeyRecord:
+    """From the next request on, the key gets ERROR_KEY_DOES_NOT_EXIST."""
+    if not re.fullmatch(f"[0-9a-f]{{{KEY_ID_LENGTH}}}", key_id):
+        raise CliFailure(ExitCode.USAGE, f"a key id is {KEY_ID_LENGTH} hex characters (keys list)")
+    try:
+        answer = aws.client("dynamodb").update_item(
+            TableName=stack.output(KEYS_OUTPUT),
+            Key={"key_id": {"S": key_id}},
+            UpdateExpression="SET revoked_at = if_not_exists(revoked_at, :now)",
+            ConditionExpression="attribute_exists(key_id)",
+            ExpressionAttributeValues={":now": {"N": repr(time.time())}},
+            ReturnValues="ALL_NEW",
+        )
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            raise CliFailure(ExitCode.NOT_FOUND, f"no key {key_id} in {stack.name}") from None
+        raise
+    return _record(answer["Attributes"])
+
+
+def _record(item: dict[str, Any]) -> KeyRecord:
+    revoked = item.get("revoked_at", {}).get("N")
+    return KeyRecord(
+        key_id=item["key_id"]["S"],
+        owner=item.get("owner", {}).get("S", ""),
+        label=item.get("label", {}).get("S", ""),
+        created_at=float(item.get("created_at", {}).get("N", "0")),
+        revoked_at=float(revoked) if revoked is not None else None,
+    )
+
+
+def _when(epoch: float | None) -> str:
+    return "-" if epoch is None else time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(epoch))
+
+
+@click.group("keys")
+def keys_group() -> None:
+    """Per-worker keys of the stack's in.php/res.php (2captcha clients).
+
+    A 2captcha client (2captcha-python, the JS/Go/PHP/Java/C# SDKs...) uses one as its API key
+    and the API's host as its server. Only a hash of each key is stored.
+    """
+
+
+@keys_group.command("issue")
+@click.option("--owner", required=True, help="IAM principal ARN the key speaks for.")
+@click.option("--label", default="", help="A note for `keys list` (who or where it is used).")
+@click.option("--json", "as_json", is_flag=True, help="Print the key and its record as JSON.")
+@click.pass_obj
+def keys_issue(context: HasStack, owner: str, label: str, as_json: bool) -> None:
+    """Issue a key for OWNER; it is printed once and never stored.
+
+    The key submits tasks as OWNER and reads only OWNER's tasks, as the IAM routes do.
+    """
+    issued = issue(context.aws, context.stack, owner, label)
+    if as_json:
+        document = {"key": issued.key, "server": issued.server, **asdict(issued.record)}
+        click.echo(json.dumps(document, indent=2))
+        return
+    click.echo(f"key:    {issued.key}   (shown once: the stack keeps only its hash)")
+    click.echo(f"key id: {issued.record.key_id}   (keys list / keys revoke)")
+    click.echo(f"owner:  {owner}")
+    click.echo(f"server: {issued.server}   (the 2captcha client's server / base URL)")
+
+
+@keys_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the records as JSON.")
+@click.pass_obj
+def keys_list(context: HasStack, as_json: bool) -> None:
+    """Every key's id, owner, label, when issued and when revoked (never a key)."""
+    records = list_keys(context.aws, context.stack)
+    if as_json:
+        click.echo(json.dumps([asdict(record) for record in records], indent=2))
+        return
+    table = Table("key id", "owner", "label", "issued (UTC)", "revoked (UTC)", title="keys")
+    for record in records:
+        table.add_row(
+            record.key_id,
+            record.owner,
+            record.label,
+            _when(record.created_at),
+            _when(record.revoked_at),
+        )
+    Console(highlight=False, width=160).print(table if records else "no keys")
+
+
+@keys_group.command("revoke")
+@click.argument("key_id")
+@click.pass_obj
+def keys_revoke(context: HasStack, key_id: str) -> None:
+    """Revoke the key KEY_ID: from the next request it gets ERROR_KEY_DOES_NOT_EXIST."""
+    record = revoke(context.aws, context.stack, key_id)
+    click.echo(f"revoked key {record.key_id} of {record.owner} at {_when(record.revoked_at)} UTC")
