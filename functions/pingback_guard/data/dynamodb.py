@@ -121,17 +121,23 @@ class DynamoDbTaskStore:
     def record_submission(self, task: NewTask) -> SubmissionOutcome:
         """This stack's own submit: it made the URL the provider holds, so its record replaces a
         provisional result of another nonce and any worker's registration of the id."""
+        described, old = self._first_write(task)
+        if old is None:
+            return SubmissionOutcome.CREATED
+        if "submitted_at" not in old:
+            return self._take_over_provisional(task, described, old)
+        if old.get("origin") == TaskOrigin.REGISTER.value:
+            return self._replace_registration(task, described)
+        return SubmissionOutcome.ALREADY_REGISTERED
+
+    def _first_write(self, task: NewTask) -> tuple[dict[str, object], Mapping[str, Any] | None]:
+        """The PENDING item when the id is new; else the item as it was (nothing written)."""
         described = {**task.request.to_document(), "submitted_at": task.submitted_at}
         try:
             self._write_pending(task, described, condition="attribute_not_exists(#status)")
         except ConditionRefused as refused:
-            old = refused.old_item or {}
-            if "submitted_at" not in old:
-                return self._take_over_provisional(task, described, old)
-            if old.get("origin") == TaskOrigin.REGISTER.value:
-                return self._replace_registration(task, described)
-            return SubmissionOutcome.ALREADY_REGISTERED
-        return SubmissionOutcome.CREATED
+            return described, refused.old_item or {}
+        return described, None
 
     def _take_over_provisional(
         self, task: NewTask, described: Mapping[str, object], old: Mapping[str, Any]
@@ -158,18 +164,15 @@ class DynamoDbTaskStore:
 
     def record_registration(self, task: NewTask) -> RegistrationOutcome:
         """A worker's claim on an id it submitted elsewhere; never replaces a submit's task."""
-        described = {**task.request.to_document(), "submitted_at": task.submitted_at}
-        try:
-            self._write_pending(task, described, condition="attribute_not_exists(#status)")
-        except ConditionRefused as refused:
-            old = refused.old_item or {}
-            if "submitted_at" not in old:
-                outcome = self._take_over_provisional(task, described, old)
-                if outcome is SubmissionOutcome.PROVISIONAL_DISCARDED:
-                    return RegistrationOutcome.PROVISIONAL_DISCARDED
-                return RegistrationOutcome.CREATED
-            return self._claim_registered_id(task, old)
-        return RegistrationOutcome.CREATED
+        described, old = self._first_write(task)
+        if old is None:
+            return RegistrationOutcome.CREATED
+        if "submitted_at" not in old:
+            outcome = self._take_over_provisional(task, described, old)
+            if outcome is SubmissionOutcome.PROVISIONAL_DISCARDED:
+                return RegistrationOutcome.PROVISIONAL_DISCARDED
+            return RegistrationOutcome.CREATED
+        return self._claim_registered_id(task, old)
 
     def _claim_registered_id(self, task: NewTask, old: Mapping[str, Any]) -> RegistrationOutcome:
         rivals = old.get("rivals") or {}
