@@ -39,6 +39,9 @@ class Prices:
     dashboard_month: float = 3.00
     secret_month: float = 0.40
     kms_key_month: float = 1.00
+    websocket_messages_per_million: float = 1.00
+    """API Gateway WebSocket API: messages sent and received (each 32 KB started)."""
+    websocket_connection_minutes_per_million: float = 0.25
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,8 @@ class Usage:
     log_bytes: float = 0.0
     traces: float = 0.0
     scheduler_invocations: float = 0.0
+    websocket_messages: float = 0.0
+    connection_minutes: float = 0.0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -173,6 +178,11 @@ def cost_by_service(usage: Usage, prices: Prices = PRICES) -> dict[str, float]:
         "X-Ray traces": usage.traces * prices.xray_traces_per_million / MILLION,
         "EventBridge Scheduler": usage.scheduler_invocations
         * prices.scheduler_invocations_per_million
+        / MILLION,
+        "API Gateway WebSocket": (
+            usage.websocket_messages * prices.websocket_messages_per_million
+            + usage.connection_minutes * prices.websocket_connection_minutes_per_million
+        )
         / MILLION,
     }
 

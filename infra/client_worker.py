@@ -11,16 +11,20 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import Any
 
-from infra.local.signing import local_signed_session
+from infra.local.aws import WORKER
+from infra.local.signing import credentials_of, local_signed_session
 from pingback_guard_client import (
     ApiError,
     Client,
+    Pacing,
     PingbackGuardError,
     ServiceUnavailable,
     TokenUnusable,
 )
+from pingback_guard_client.push import PushChannel
 from pingback_guard_client.transport import HttpAnswer, RequestsTransport, Transport
 
 GET_PERIOD_SECONDS = 1.0
@@ -54,27 +58,60 @@ class CountingTransport:
         self._inner.close()
 
 
+class WaitMode(StrEnum):
+    """How the worker waits (issue 24's three ways, side by side in the bench)."""
+
+    EVERY_SECOND = "every_second"
+    """GET about once a second, whatever the stack says (the client before pacing)."""
+    PACED = "paced"
+    """GET when POST /tasks and each PENDING GET say a look is worthwhile."""
+    PUSH = "push"
+    """Results pushed over the WebSocket API; paced GETs only while push is down."""
+
+
 class ClientWaiter:
     """A worker using the client library, signed as the local stack's worker principal."""
 
-    def __init__(self, api_url: str, region: str) -> None:
+    def __init__(
+        self,
+        api_url: str,
+        region: str,
+        mode: WaitMode = WaitMode.EVERY_SECOND,
+        push_url: str | None = None,
+    ) -> None:
         self._transport = CountingTransport(
             RequestsTransport(api_url, local_signed_session(region), REQUEST_TIMEOUT_SECONDS)
         )
+        if mode is WaitMode.PUSH and push_url is None:
+            raise ValueError("push needs the stack's WebSocket URL")
         self._client = Client(
-            api_url, region, transport=self._transport, poll_interval=GET_PERIOD_SECONDS
+            api_url,
+            region,
+            credentials=credentials_of(WORKER),
+            transport=self._transport,
+            pacing=Pacing(
+                interval=GET_PERIOD_SECONDS, follow_hints=mode is not WaitMode.EVERY_SECOND
+            ),
+            push_url=push_url if mode is WaitMode.PUSH else None,
         )
+        self._look_after: dict[str, float | None] = {}
+
+    @property
+    def push(self) -> PushChannel | None:
+        return self._client.push
 
     def submit(self, request: dict[str, Any]) -> str:
         extras = request.get("extras", {})
-        return self._client.submit(
+        task_id, look_after = self._client.submit_paced(
             request["method"], request["sitekey"], request["page_url"], **extras
         )
+        self._look_after[task_id] = look_after
+        return task_id
 
     def wait(self, task_id: str, timeout: float) -> Waited:
         # Unsolvable, unusable or timed out: the view read below says which.
         with contextlib.suppress(PingbackGuardError):
-            self._client.wait(task_id, timeout)
+            self._client.wait(task_id, timeout, self._look_after.pop(task_id, None))
         had_at = time.time()
         gets = self._transport.gets[f"/tasks/{task_id}"]
         view = asdict(self._client.task(task_id))  # read after the fact, not counted

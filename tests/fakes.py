@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pingback_guard.data.connections import Connection, TooManyConnections
 from pingback_guard.domain.errors import (
+    ConnectionGoneError,
     DeadLetterError,
     ProviderBatchRefusedError,
+    PushError,
     StoreUnavailableError,
 )
 from pingback_guard.domain.lease import PollerLease
@@ -41,7 +45,7 @@ from pingback_guard.domain.task import (
 from pingback_guard.domain.worker_keys import WorkerKey, digest_of, new_key
 from pingback_guard.logic.access import may_access
 from pingback_guard.logic.poll_schedule import PollPolicy
-from pingback_guard.provider.answers import ProviderAnswer, classify
+from pingback_guard.provider.answers import ProviderAnswer, classify_part
 from pingback_guard.queue.dead_letter import DeadLetter
 
 # The template's defaults: reCAPTCHA and hCaptcha 120 s, Turnstile 300 s.
@@ -463,7 +467,7 @@ class FakeProvider:
         if len(task_ids) > 1 and self.refuse_batches:
             self.refuse_batches -= 1
             raise ProviderBatchRefusedError("res.php get ids: answer out of shape")
-        return {tid: classify(self.answers.get(tid, "CAPCHA_NOT_READY")) for tid in task_ids}
+        return {tid: classify_part(self.answers.get(tid, "CAPCHA_NOT_READY")) for tid in task_ids}
 
     def report(self, task_id: str, *, good: bool) -> None:
         if self.report_failure:
@@ -500,6 +504,48 @@ UNIT_POLL_POLICY = PollPolicy(
     run_seconds=0.0,
     batch_probe_seconds=300.0,
 )
+
+
+class InMemoryConnectionStore:
+    """ConnectionStore in memory, with the DynamoDB store's per-owner limit."""
+
+    def __init__(self) -> None:
+        self.connections: dict[str, Connection] = {}
+
+    def add(self, connection: Connection, max_per_owner: int) -> None:
+        held = [c for c in self.connections.values() if c.owner == connection.owner]
+        if len(held) >= max_per_owner:
+            raise TooManyConnections(connection.owner)
+        self.connections[connection.connection_id] = connection
+
+    def owner_of(self, connection_id: str) -> str | None:
+        found = self.connections.get(connection_id)
+        return found.owner if found else None
+
+    def remove(self, connection_id: str) -> None:
+        self.connections.pop(connection_id, None)
+
+    def of_owner(self, owner: str, now: float) -> list[Connection]:
+        return [c for c in self.connections.values() if c.owner == owner and c.expires_at > now]
+
+    def drop(self, connection: Connection) -> None:
+        self.connections.pop(connection.connection_id, None)
+
+
+@dataclass
+class FakeSender:
+    """ConnectionSender recording what each connection got; ``gone``/``failing`` ids refuse."""
+
+    sent: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    gone: set[str] = field(default_factory=set)
+    failing: set[str] = field(default_factory=set)
+
+    def send(self, connection_id: str, message: bytes) -> None:
+        if connection_id in self.gone:
+            raise ConnectionGoneError(connection_id)
+        if connection_id in self.failing:
+            raise PushError("PostToConnection failed: InternalServerError")
+        self.sent.append((connection_id, json.loads(message)))
 
 
 class InMemoryWorkerKeys:

@@ -80,3 +80,10 @@ def _fetch(read: Callable[[], Any], what: str) -> Any:
         return read()
     except (GetParameterError, TransformParameterError) as error:
         raise SecretUnavailableError(f"{what} unavailable: {type(error).__name__}") from None
+
+
+def management_api_client(endpoint_url: str) -> Any:
+    """API Gateway's Management API (@connections) of one WebSocket API stage."""
+    return boto3.client(
+        "apigatewaymanagementapi", endpoint_url=endpoint_url, config=FAST_AWS_CONFIG
+    )

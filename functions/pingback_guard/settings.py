@@ -364,6 +364,34 @@ def clamped_poller_settings(settings: PollerSettings) -> tuple[PollerSettings, l
     return replace(settings, policy=clamped), [warning]
 
 
+# API Gateway closes a WebSocket connection after 2 hours at most: a record outliving that is stale.
+DEFAULT_PUSH_CONNECTION_TTL_SECONDS = 7200
+DEFAULT_PUSH_MAX_CONNECTIONS_PER_OWNER = 100
+
+
+@dataclass(frozen=True)
+class PushSettings:
+    table: TableSettings
+    management_endpoint: str
+    """The WebSocket API's @connections endpoint: https://{api}.execute-api.{region}.../{stage}."""
+    connection_ttl_seconds: int
+    max_connections_per_owner: int
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> PushSettings:
+        env = _Env(environ)
+        return cls(
+            table=TableSettings.from_env(env),
+            management_endpoint=env.provider_url("PUSH_MANAGEMENT_ENDPOINT"),
+            connection_ttl_seconds=env.integer(
+                "PUSH_CONNECTION_TTL_SECONDS", 60, 86400, DEFAULT_PUSH_CONNECTION_TTL_SECONDS
+            ),
+            max_connections_per_owner=env.integer(
+                "PUSH_MAX_CONNECTIONS_PER_OWNER", 1, 1000, DEFAULT_PUSH_MAX_CONNECTIONS_PER_OWNER
+            ),
+        )
+
+
 @dataclass(frozen=True)
 class CompatSubmitSettings:
     """in.php on the stack's API: a submit like POST /tasks, with per-worker keys."""

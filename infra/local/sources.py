@@ -71,6 +71,8 @@ class FunctionIndex:
 def http_routes(stack: DeployedStack, functions: FunctionIndex) -> list[HttpRoute]:
     routes: list[HttpRoute] = []
     for logical_id, definition in stack.resources_of_type("AWS::ApiGatewayV2::Api"):
+        if definition.get("Properties", {}).get("ProtocolType") == "WEBSOCKET":
+            continue  # served by infra.local.websocket_api
         body = definition.get("Properties", {}).get("Body")
         if body is None:
             logger.warning("%s has no inline OpenAPI Body: its routes are not served", logical_id)

@@ -34,6 +34,7 @@ from infra.local.sources import FunctionIndex, http_routes, queue_sources, sched
 from infra.local.sqs_source import QueuePoller
 from infra.local.stream_pipe import StreamPipe
 from infra.local.template import SamTemplate
+from infra.local.websocket_api import LocalWebSocketApi, websocket_apis
 from infra.service import Service
 
 logger = logging.getLogger(__name__)
@@ -90,6 +91,8 @@ class ReadyInfo:
     parking_queue_url: str | None
     region: str
     stack_name: str
+    websocket_url: str | None
+    """The push WebSocket API (output WebSocketUrl), served on loopback."""
     run_dir: str
     log_dir: str
     outputs: dict[str, str]
@@ -119,6 +122,7 @@ class ReadyInfo:
             "parking_queue_url": self.parking_queue_url,
             "region": self.region,
             "stack_name": self.stack_name,
+            "websocket_url": self.websocket_url,
             "run_dir": self.run_dir,
             "log_dir": self.log_dir,
             "outputs": self.outputs,
@@ -140,6 +144,7 @@ class LocalStack(Service):
         self._moto: MotoServer | None = None
         self._pools: dict[str, FunctionPool] = {}
         self._gateway: HttpGateway | None = None
+        self._websocket_apis: list[LocalWebSocketApi] = []
         self._access_log: IO[str] | None = None
         self._schedules: ScheduleRunner | None = None
         self._pollers: list[QueuePoller] = []
@@ -173,6 +178,7 @@ class LocalStack(Service):
             ("control API", self._stop_control),
             ("alarm evaluation", self._stop_cloudwatch),
             ("gateway", self._stop_accepting),
+            ("WebSocket APIs", self._stop_websocket_apis),
             ("schedules", self._stop_schedules),
             ("SQS pollers", self._stop_pollers),
             ("event pipes and bus", self._stop_result_events),
@@ -200,6 +206,15 @@ class LocalStack(Service):
     def set_gateway(self, up: bool) -> None:
         assert self._gateway is not None
         self._gateway.set_up(up)
+
+    def set_websocket_apis(self, up: bool) -> None:
+        """Take the WebSocket APIs down (connections closed, new ones refused) or up again."""
+        for api in self._websocket_apis:
+            api.set_up(up)
+
+    def websocket_connections(self) -> list[str]:
+        """The connection ids open on the WebSocket APIs now."""
+        return [cid for api in self._websocket_apis for cid in api.connection_ids()]
 
     def set_schedules(self, enabled: bool) -> None:
         """Disable every schedule (the poller is then never invoked) or enable them again."""
@@ -248,6 +263,9 @@ class LocalStack(Service):
                 pipe.spec.logical_id: pipe.stats.to_json() for pipe in self._event_pipes
             },
             "event_bus": self._event_bus.stats.to_json() if self._event_bus else {},
+            "websocket_apis": {
+                api.spec.logical_id: api.stats.to_json() for api in self._websocket_apis
+            },
         }
 
     def published_events(self) -> list[dict[str, Any]]:
@@ -296,6 +314,7 @@ class LocalStack(Service):
         )
         self._start_gateway(stack, functions, log_dir)
         assert self._gateway is not None
+        self._start_websocket_apis(stack, functions)
         self._start_pools(specs, endpoint, log_dir)
         self._start_triggers(stack, functions, endpoint)
         self._start_result_events(stack, functions, endpoint)
@@ -335,6 +354,14 @@ class LocalStack(Service):
         )
         self._gateway.set_up(True)
 
+    def _start_websocket_apis(self, stack: DeployedStack, functions: FunctionIndex) -> None:
+        """Before the functions start: their Management API endpoint is this runtime's."""
+        context = ApiContext(ACCOUNT_ID, region=self.options.region)
+        for spec in websocket_apis(stack, functions):
+            api = LocalWebSocketApi(spec, self.invoke, context)
+            api.start()
+            self._websocket_apis.append(api)
+
     def _workers(self, logical_id: str) -> int:
         return self.options.workers_by_function.get(logical_id, self.options.workers_per_function)
 
@@ -371,6 +398,16 @@ class LocalStack(Service):
         if spec.environment.get(PUBLIC_BASE_URL_VARIABLE) == "":
             # The handler's https://{domainName} default is wrong here: the gateway speaks http.
             variables[PUBLIC_BASE_URL_VARIABLE] = self._gateway.url
+        for api in self._websocket_apis:
+            # The Management API endpoint the template gives (the stage's https URL), locally.
+            endpoint = _execute_api_url(api.spec.api_id, self.options.region, api.spec.stage)
+            variables.update(
+                {
+                    name: api.management_url
+                    for name, value in spec.environment.items()
+                    if value == endpoint
+                }
+            )
         return variables
 
     def _start_triggers(
@@ -437,6 +474,9 @@ class LocalStack(Service):
             name: _localised(value, stack.api_endpoints(), self._gateway.url)
             for name, value in stack.outputs.items()
         }
+        for api in self._websocket_apis:
+            wss = "wss" + _execute_api_url(api.spec.api_id, endpoint.region, api.spec.stage)[5:]
+            outputs = {name: value.replace(wss, api.url) for name, value in outputs.items()}
         return ReadyInfo(
             api_url=self._gateway.url,
             aws_endpoint_url=endpoint.url,
@@ -446,6 +486,7 @@ class LocalStack(Service):
             parking_queue_url=outputs.get(PARKING_QUEUE_URL_OUTPUT),
             region=endpoint.region,
             stack_name=stack.name,
+            websocket_url=self._websocket_apis[0].url if self._websocket_apis else None,
             run_dir=str(run_dir),
             log_dir=str(log_dir),
             outputs=outputs,
@@ -479,6 +520,11 @@ class LocalStack(Service):
     def _stop_accepting(self) -> None:
         if self._gateway is not None:
             self._gateway.set_up(False)
+
+    def _stop_websocket_apis(self) -> None:
+        for api in self._websocket_apis:
+            api.stop()
+        self._websocket_apis = []
 
     def _drain_gateway(self) -> None:
         if self._gateway is not None:
@@ -525,6 +571,10 @@ class LocalStack(Service):
         if self._moto is not None:
             self._moto.stop()
             self._moto = None
+
+
+def _execute_api_url(api_id: str, region: str, stage: str) -> str:
+    return f"https://{api_id}.execute-api.{region}.amazonaws.com/{stage}"
 
 
 def _localised(value: str, api_endpoints: list[str], api_url: str) -> str:

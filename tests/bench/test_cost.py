@@ -75,6 +75,8 @@ def test_prices_per_unit() -> None:
             log_bytes=GIB,
             traces=MILLION,
             scheduler_invocations=MILLION,
+            websocket_messages=MILLION,
+            connection_minutes=MILLION,
         )
     )
     assert costs == pytest.approx(
@@ -89,6 +91,7 @@ def test_prices_per_unit() -> None:
             "CloudWatch Logs ingestion": 0.50,
             "X-Ray traces": 5.00,
             "EventBridge Scheduler": 1.00,
+            "API Gateway WebSocket": 1.25,
         }
     )
 

@@ -8,6 +8,7 @@ from pingback_guard_client import (
     ApiError,
     Client,
     CredentialsError,
+    Pacing,
     PingbackUrl,
     RetryPolicy,
     ServiceUnavailable,
@@ -109,6 +110,42 @@ def test_wait_polls_about_every_second_until_solved() -> None:
     assert (solution.finished_at_earliest, solution.finished_at_latest) == (now - 3, now)
     assert solution.usable_until == now + 117 and solution.delivered_via == "callback"
     assert solution.age_at(now + 2) == 5.0 and "03AG" not in repr(solution)
+
+
+def test_wait_looks_again_when_the_stack_says_a_look_is_worthwhile() -> None:
+    now = FakeClock().now
+    client, transport, clock = client_with(
+        view(retry_after=20), view(retry_after=7), solved(now + 27)
+    )
+    assert client.wait("42", timeout=60).token == "03AGdBq2-token"
+    assert clock.slept == [20.0, 7.0] and len(transport.requests) == 3
+
+
+def test_a_hint_far_ahead_is_capped_and_hints_can_be_ignored() -> None:
+    client, _, clock = client_with(view(retry_after=500), solved(FakeClock().now + 30))
+    client.wait("42", timeout=600)
+    assert clock.slept == [Pacing().max_interval]
+    every_second = Client(
+        "https://unused.example",
+        region="us-east-1",
+        transport=FakeTransport([view(retry_after=20), solved(FakeClock().now + 1)]),
+        pacing=Pacing(interval=1.0, follow_hints=False),
+        clock=clock.time,
+        sleep=clock.sleep,
+    )
+    clock.slept.clear()
+    every_second.wait("42", timeout=60)
+    assert clock.slept == [1.0]
+
+
+def test_solve_first_looks_when_the_submit_says_the_task_is_likely_ready() -> None:
+    now = FakeClock().now
+    client, transport, clock = client_with(
+        HttpAnswer(202, {"task_id": "42", "status": "PENDING", "retry_after": 25}),
+        solved(now + 25),
+    )
+    assert client.solve("userrecaptcha", SITEKEY, PAGE).task_id == "42"
+    assert clock.slept == [25.0] and [r[0] for r in transport.requests] == ["POST", "GET"]
 
 
 def test_wait_rides_out_an_outage_of_the_stack_until_its_deadline() -> None:

@@ -27,6 +27,7 @@ FUNCTIONS = {
     "PollerFunction": "pingback_guard.handlers.poller.handler",
     "RegisterFunction": "pingback_guard.handlers.register.handler",
     "ReportFunction": "pingback_guard.handlers.report.handler",
+    "PushFunction": "pingback_guard.handlers.push.handler",
     "CompatSubmitFunction": "pingback_guard.handlers.in_php.handler",
     "CompatResultFunction": "pingback_guard.handlers.res_php.handler",
 }

@@ -45,6 +45,7 @@ FUNCTION_ENV = {
         "PUBLIC_BASE_URL",
         "CALLBACK_TIMEOUT_SECONDS",
     },
+    "PushFunction": {"PUSH_MANAGEMENT_ENDPOINT"},
     "GetTaskFunction": {
         "ADMIN_PRINCIPAL_ARN",
         "PROVIDER_BASE_URL",
@@ -111,6 +112,14 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
         "dynamodb:GetItem": {TABLE},
         "dynamodb:UpdateItem": {TABLE},
         "ssm:GetParameter": {"ProviderApiKeyParameterName"},
+    },
+    # Writes only under the "#push-" keys (a LeadingKeys condition: test_push_writes_no_task).
+    "PushFunction": {
+        "dynamodb:GetItem": {TABLE},
+        "dynamodb:PutItem": {TABLE},
+        "dynamodb:UpdateItem": {TABLE},
+        "dynamodb:DeleteItem": {TABLE},
+        "execute-api:ManageConnections": {"PushApi", "PushApiStage"},
     },
     # No queue: a worker whose registration gets a 503 retries it (registration is idempotent).
     "RegisterFunction": {
@@ -214,6 +223,7 @@ OUTPUTS = {
     "CallbackSecretArn",
     "EventBusName",
     "ResultEventsDeadLetterQueueUrl",
+    "WebSocketUrl",
     "WorkerKeysTableName",
 }
 
@@ -1124,3 +1134,30 @@ def test_kms_grant_to_cloudwatch_is_scoped_to_this_stacks_alarms(
 def test_powertools_layer_is_pinned(template: dict[str, Any]) -> None:
     default = template["Parameters"]["PowertoolsLayerArn"]["Default"]
     assert re.fullmatch(r"/aws/service/powertools/python/arm64/python3\.12/3\.\d+\.\d+", default)
+
+
+def test_push_writes_no_task(resources: dict[str, Any]) -> None:
+    """PushFunction reads tasks but writes only its connection records ("#push-" keys)."""
+    writes = [
+        statement
+        for statement in role_statements(resources, "PushFunction")
+        if any(action != "dynamodb:GetItem" for action in as_list(statement["Action"]))
+        and any(action.startswith("dynamodb:") for action in as_list(statement["Action"]))
+    ]
+    assert [w["Condition"] for w in writes] == [
+        {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["#push-*"]}}
+    ]
+
+
+def test_push_connect_needs_iam_and_the_push_rule_reads_the_result_bus(
+    resources: dict[str, Any],
+) -> None:
+    routes = of_type(resources, "AWS::ApiGatewayV2::Route")
+    auth = {
+        body["Properties"]["RouteKey"]: body["Properties"].get("AuthorizationType")
+        for body in routes.values()
+    }
+    assert auth == {"$connect": "AWS_IAM", "$disconnect": None, "subscribe": None}
+    rule = resources["PushFunction"]["Properties"]["Events"]["FinalResults"]["Properties"]
+    assert rule["EventBusName"] == {"Ref": "ResultEventBus"}
+    assert rule["Pattern"] == {"source": ["pingback-guard"], "detail-type": ["Task Result"]}

@@ -1,6 +1,6 @@
 import pytest
 
-from pingback_guard.provider.answers import AnswerKind, classify
+from pingback_guard.provider.answers import AnswerKind, classify, classify_part
 
 
 @pytest.mark.parametrize(
@@ -36,16 +36,47 @@ from pingback_guard.provider.answers import AnswerKind, classify
         ("MAX_USER_TURN", AnswerKind.RETRYABLE),
         *[(f"ERROR: 100{n}", AnswerKind.RETRYABLE) for n in range(1, 6)],
         ("ERROR_SOMETHING_NEW", AnswerKind.RETRYABLE),
-        ("03AFcWeA4" + "a" * 900, AnswerKind.READY),
-        ("P1_eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9.payload.sig", AnswerKind.READY),
-        ("0.zrSnRHO7h0HwSjSCU8oyzbjEtD8p", AnswerKind.READY),
         ("", AnswerKind.RETRYABLE),
-        ("has space", AnswerKind.RETRYABLE),
+    ],
+)
+def test_every_status_0_code_has_a_meaning(text: str, kind: AnswerKind) -> None:
+    assert classify(text).kind is kind
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "03AFcWeA4" + "a" * 900,
+        "P1_eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9.payload.sig",
+        "0.zrSnRHO7h0HwSjSCU8oyzbjEtD8p",
+        "two words",
+        "привет",
+        "click:1/4/6",
+        "coordinates:x=39,y=59;x=252,y=72",
+        '{"challenge":"1a","validate":"2b","seccode":"2b|jordan"}',
+        "a/b;c,d",
+        "ERRORS IN THE IMAGE",
+        "я" * 2048,
+    ],
+)
+def test_any_answer_part_is_the_answer_exactly_as_sent(answer: str) -> None:
+    parsed = classify_part(answer)
+    assert (parsed.kind, parsed.value) == (AnswerKind.READY, answer)
+
+
+@pytest.mark.parametrize(
+    ("part", "kind"),
+    [
+        ("CAPCHA_NOT_READY", AnswerKind.NOT_READY),
+        ("ERROR_CAPTCHA_UNSOLVABLE", AnswerKind.TASK_FAILED),
+        ("", AnswerKind.RETRYABLE),
         ("x" * 9000, AnswerKind.RETRYABLE),
     ],
 )
-def test_every_provider_answer_has_a_meaning(text: str, kind: AnswerKind) -> None:
-    assert classify(text).kind is kind
+def test_a_part_that_is_a_code_or_cannot_be_stored_is_not_an_answer(
+    part: str, kind: AnswerKind
+) -> None:
+    assert classify_part(part).kind is kind
 
 
 def test_an_unexpected_answer_is_described_not_copied() -> None:

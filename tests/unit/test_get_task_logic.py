@@ -349,3 +349,47 @@ class TestReadThrough:
         query, _ = reading(store, FakeProvider(), FIRST_POLL)
         with pytest.raises(Exception, match="ProvisionedThroughput"):
             query.look(TASK, principal=WORKER, now=FIRST_POLL)
+
+
+class TestPacing:
+    """A PENDING answer says when the next GET is worth making (issue 24)."""
+
+    def test_before_the_likely_ready_time_the_hint_is_that_time(self) -> None:
+        store, provider = InMemoryTaskStore(), FakeProvider(answers={})
+        pending_task(store)
+        query, _ = reading(store, provider, SUBMITTED + 3)
+        view = query.view(TASK, principal=WORKER, now=SUBMITTED + 3)
+        assert view is not None
+        assert view["next_check_at"] == FIRST_POLL
+        assert view["retry_after"] == EXPECTED_SOLVE - 3
+
+    def test_after_a_not_ready_check_the_hint_is_the_schedules_next_gap(self) -> None:
+        store, provider = InMemoryTaskStore(), FakeProvider(answers={})
+        pending_task(store)
+        checked_at = SUBMITTED + 40
+        query, _ = reading(store, provider, checked_at)
+        found = query.look(TASK, principal=WORKER, now=checked_at)
+        assert found is not None and found.read_through is ReadThroughOutcome.NOT_READY
+        gap = CheckSchedule(5, 60).gap(40)
+        assert found.view["next_check_at"] == checked_at + gap
+        assert found.view["retry_after"] == math.ceil(gap)
+
+    def test_a_worker_asking_sooner_than_the_hint_gets_the_same_correct_answer(self) -> None:
+        store, provider = InMemoryTaskStore(), FakeProvider(answers={})
+        pending_task(store)
+        query, _ = reading(store, provider, SUBMITTED + 40)
+        first = query.look(TASK, principal=WORKER, now=SUBMITTED + 40)
+        provider.answers[TASK] = TOKEN
+        early = query.look(TASK, principal=WORKER, now=SUBMITTED + 41)
+        assert first is not None and early is not None
+        assert early.read_through is None and early.view["status"] == "PENDING"
+        assert early.view["next_check_at"] == first.view["next_check_at"]
+        assert len(provider.requests) == 1
+
+    def test_a_final_answer_carries_no_hint(self) -> None:
+        store = InMemoryTaskStore()
+        pending_task(store)
+        store.record_result(TaskResult(TASK, TOKEN, DeliveryPath.CALLBACK, received_at=1030.0))
+        query, _ = reading(store, FakeProvider(answers={}), 1031.0)
+        view = query.view(TASK, principal=WORKER, now=1031.0)
+        assert view is not None and "retry_after" not in view and "next_check_at" not in view

@@ -9,13 +9,21 @@ import pytest
 
 from pingback_guard.domain.errors import ProviderAccountError, ProviderRetryableError
 from pingback_guard.domain.task import (
+    CaptchaRequest,
     DeliveryPath,
+    DueTask,
     NewTask,
     StoreOutcome,
     TaskResult,
     TaskStatus,
 )
-from pingback_guard.logic.poll_schedule import MAX_CHECKS_PER_TASK, PollPolicy, SolveTimes
+from pingback_guard.logic.poll_schedule import (
+    MAX_CHECKS_PER_TASK,
+    RIDING_CHECKS,
+    CheckSchedule,
+    PollPolicy,
+    SolveTimes,
+)
 from pingback_guard.logic.poller import PollerService
 from tests.fakes import (
     RECAPTCHA_REQUEST,
@@ -378,8 +386,37 @@ def test_one_invocation_sweeps_every_few_seconds_while_tasks_come_due(
     service, moments = _clocked(store, provider, policy)
     report = service.run(remaining_seconds=lambda: 60 - (moments[-1] - moments[0]))
     assert report.sweeps == 11 and moments[-1] - moments[0] == 50
-    assert ["2"] in provider.requests
+    assert any("2" in ids for ids in provider.requests)
     assert store.lease["until"] == moments[-1]  # released
+
+
+def test_a_task_checked_before_rides_along_in_a_request_made_for_another(
+    store: InMemoryTaskStore,
+) -> None:
+    """Given A checked at +20 (next check +28 by its gaps) and B first due at +25, the request
+    for B also asks about A: no request of its own, and A's lost pingback is found sooner."""
+    pending(store, "1", first_poll=SUBMITTED + 20)
+    store.record_submission(NewTask("2", RECAPTCHA_REQUEST, SUBMITTED + 5, SUBMITTED + 25))
+    provider = FakeProvider()
+    policy = dataclasses.replace(
+        UNIT_POLL_POLICY, backoff_base_seconds=5, run_seconds=5, sweep_interval_seconds=5
+    )
+    service, moments = _clocked(store, provider, policy)
+    service.run(remaining_seconds=lambda: 60 - (moments[-1] - moments[0]))
+    assert provider.requests == [["1"], ["2", "1"]]
+
+
+def test_a_task_rides_only_a_min_gap_after_its_last_check_and_for_its_first_checks(
+    store: InMemoryTaskStore,
+) -> None:
+    schedule = CheckSchedule(5, 60)
+    checked = DueTask("1", SUBMITTED + 40, SUBMITTED, 1, last_checked_at=SUBMITTED + 20)
+    likely = SUBMITTED + 20
+    assert schedule.may_ride(checked, SUBMITTED + 25, likely)
+    assert not schedule.may_ride(checked, SUBMITTED + 24, likely)
+    assert not schedule.may_ride(checked, SUBMITTED + 25, SUBMITTED + 30)
+    spent = dataclasses.replace(checked, poll_attempts=RIDING_CHECKS)
+    assert not schedule.may_ride(spent, SUBMITTED + 25, likely)
 
 
 def test_next_checks_not_written_by_the_deadline_leave_their_tasks_due(
@@ -528,3 +565,24 @@ def test_no_more_writes_are_in_flight_than_the_policy_allows() -> None:
 
     # Then every task is written, never more than two at a time
     assert report.recovered == 6 and store.most_inside == 2
+
+
+def test_kinds_whose_answers_may_hold_a_pipe_are_polled_one_id_per_request(
+    store: InMemoryTaskStore,
+) -> None:
+    """Given GeeTest and image tasks due with reCAPTCHA ones, when swept, then only the
+    reCAPTCHA ones share an ids= request and each pipe-capable answer arrives whole."""
+    pending(store, "1", "2")
+    geetest = CaptchaRequest("geetest", {"gt": "g", "challenge": "c", "pageurl": "https://a.test"})
+    image = CaptchaRequest("base64", {"phrase": "1"})
+    store.record_submission(NewTask("3", geetest, SUBMITTED, SUBMITTED + 120))
+    store.record_submission(NewTask("4", image, SUBMITTED, SUBMITTED + 120))
+    seccode = '{"challenge":"c","validate":"v","seccode":"v|jordan"}'
+    provider = FakeProvider(answers={"3": seccode, "4": "two words | and a pipe"})
+    poller(store, provider).sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
+    assert sorted(provider.requests) == [["1", "2"], ["3"], ["4"]]
+    solved = (store.get("3"), store.get("4"))
+    assert [task.solution if task else None for task in solved] == [
+        seccode,
+        "two words | and a pipe",
+    ]

@@ -259,3 +259,27 @@ class TestReportAndBalance:
         client, _ = client_with([reply({"status": 0, "request": "ERROR_WRONG_USER_KEY"})])
         with pytest.raises(ProviderAccountError):
             client.balance()
+
+
+class TestAnswersOfEveryShape:
+    @pytest.mark.parametrize(
+        "answer",
+        [
+            "two words",
+            "привет",
+            "a/b;c,d",
+            "click:1/4/6",
+            "coordinates:x=39,y=59;x=252,y=72",
+            '{"challenge":"1a","validate":"2b","seccode":"2b|jordan"}',
+            "ж" * 2048,
+        ],
+    )
+    def test_a_ready_answer_is_returned_exactly_as_sent(self, answer: str) -> None:
+        client, _ = client_with([reply({"status": 1, "request": answer})])
+        got = client.get_results(["11"])["11"]
+        assert (got.kind, got.value) == (AnswerKind.READY, answer)
+
+    def test_a_batch_whose_parts_do_not_match_its_ids_is_refused_whole(self) -> None:
+        client, _ = client_with([reply({"status": 1, "request": f"{TOKEN}|a|b"})])
+        with pytest.raises(ProviderBatchRefusedError):
+            client.get_results(["1", "2"])

@@ -145,8 +145,8 @@ def _registration_message(**changes: Any) -> str:
     "body",
     [
         _result_message(code="a" * 100_000),
-        _result_message(code="token with spaces"),
-        _result_message(code="ERROR_WHATEVER_I_WANT"),
+        _result_message(code="CAPCHA_NOT_READY"),
+        _result_message(code="я" * 4097),
         _result_message(received_at=1e15),  # year 33,000
         _result_message(received_at=-1),
         _result_message(received_at=NOW + 3600),

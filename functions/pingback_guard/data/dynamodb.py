@@ -703,19 +703,23 @@ class DynamoDbTaskStore:
 
     @staticmethod
     def _call(operation: str, send: Callable[..., Any], **request: Any) -> Any:
-        """Send one request; map boto errors to domain errors and refusals to ConditionRefused."""
-        try:
-            return send(**request)
-        except ClientError as error:
-            code = error.response.get("Error", {}).get("Code", "")
-            if code == CONDITION_FAILED:
-                raw_old: Mapping[str, Any] | None = error.response.get("Item")  # type: ignore[assignment]
-                raise ConditionRefused(_item_to_python(raw_old) if raw_old else None) from None
-            if code in UNAVAILABLE_ERROR_CODES:
-                raise StoreUnavailableError(f"DynamoDB {operation}: {code}") from None
-            raise StoreError(f"DynamoDB {operation} failed: {code}") from None
-        except BotoCoreError as error:
-            raise StoreUnavailableError(f"DynamoDB {operation}: {type(error).__name__}") from None
+        return dynamodb_call(operation, send, **request)
+
+
+def dynamodb_call(operation: str, send: Callable[..., Any], **request: Any) -> Any:
+    """Send one request; map boto errors to domain errors and refusals to ConditionRefused."""
+    try:
+        return send(**request)
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code", "")
+        if code == CONDITION_FAILED:
+            raw_old: Mapping[str, Any] | None = error.response.get("Item")  # type: ignore[assignment]
+            raise ConditionRefused(_item_to_python(raw_old) if raw_old else None) from None
+        if code in UNAVAILABLE_ERROR_CODES:
+            raise StoreUnavailableError(f"DynamoDB {operation}: {code}") from None
+        raise StoreError(f"DynamoDB {operation} failed: {code}") from None
+    except BotoCoreError as error:
+        raise StoreUnavailableError(f"DynamoDB {operation}: {type(error).__name__}") from None
 
 
 def _identity(task: NewTask) -> tuple[str, dict[str, object]]:

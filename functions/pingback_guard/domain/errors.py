@@ -78,3 +78,11 @@ class TaskNotRecordedError(PingbackGuardError):
 
 class ProviderBatchRefusedError(ProviderRetryableError):
     """res.php answered an ``ids=`` request out of shape: ask one id per request for now."""
+
+
+class PushError(PingbackGuardError):
+    """A pushed message did not reach its connection (the worker's paced GET covers it)."""
+
+
+class ConnectionGoneError(PushError):
+    """The connection no longer exists (API Gateway's GoneException): forget it."""

@@ -13,8 +13,24 @@ from enum import StrEnum
 from typing import Any
 
 TASK_ID_PATTERN = re.compile(r"[0-9]{1,20}")
-MAX_CODE_LENGTH = 8192
-ERROR_CODE_PREFIX = "ERROR"
+# The largest answer stored as sent (UTF-8 bytes, any script): a 4 KB OCR text or GeeTest JSON
+# fits twice over, a reCAPTCHA token (about 2 KB) four times.
+MAX_ANSWER_BYTES = 8192
+# The provider's error codes for one task: only these mean it failed; any other answer is one.
+TASK_FAILED_ERRORS = frozenset({"ERROR_CAPTCHA_UNSOLVABLE", "ERROR_BAD_DUPLICATES"})
+TASK_PERMANENT_ERRORS = frozenset(
+    {
+        "ERROR_WRONG_CAPTCHA_ID",
+        "ERROR_WRONG_ID_FORMAT",
+        "ERROR_PAGEURL",
+        "ERROR_GOOGLEKEY",
+        "ERROR_WRONG_GOOGLEKEY",
+        "ERROR_BAD_PARAMETERS",
+        "ERROR_BAD_PROXY",
+        "ERROR_TOKEN_EXPIRED",
+        "ERROR_EMPTY_ACTION",
+    }
+)
 # How requests were kept before they were in.php fields: read back from old items and messages.
 LEGACY_SITEKEY_FIELD = {"userrecaptcha": "googlekey"}
 
@@ -180,8 +196,18 @@ def normalise_task_id(raw: object) -> str:
 
 
 def is_error_code(code: str) -> bool:
-    """A pingback or poll answer carrying a provider error instead of a token."""
-    return code.startswith(ERROR_CODE_PREFIX)
+    """A pingback or poll answer carrying one of the provider's task errors instead of an answer."""
+    return code in TASK_FAILED_ERRORS or code in TASK_PERMANENT_ERRORS
+
+
+def is_storable_answer(code: object) -> bool:
+    """Any answer the provider can send, as sent: non-empty UTF-8 text up to MAX_ANSWER_BYTES."""
+    if not isinstance(code, str) or not code:
+        return False
+    try:
+        return len(code.encode("utf-8")) <= MAX_ANSWER_BYTES
+    except UnicodeEncodeError:
+        return False
 
 
 @dataclass(frozen=True)

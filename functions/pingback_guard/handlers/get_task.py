@@ -43,4 +43,4 @@ def handler(request: APIGatewayProxyEventV2, principal: str) -> dict[str, Any]:
         reason = "no task with this task_id for this caller"
         return error_response(404, ApiError.UNKNOWN_TASK, reason, task_id=task_id)
     record_read_through(task_id, found)
-    return json_response(200, found.view)
+    return json_response(200, found.view, retry_after=found.view.get("retry_after"))

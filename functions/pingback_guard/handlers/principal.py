@@ -25,7 +25,15 @@ MAX_PRINCIPAL_ARN_LENGTH = 2048
 def caller_principal(event: APIGatewayProxyEventV2 | Mapping[str, Any]) -> str | None:
     """``requestContext.authorizer.iam.userArn``, or None when absent or not a usable ARN."""
     raw = event.raw_event if isinstance(event, APIGatewayProxyEventV2) else event
-    arn = _path(raw, "requestContext", "authorizer", "iam", "userArn")
+    return _principal_arn(_path(raw, "requestContext", "authorizer", "iam", "userArn"))
+
+
+def websocket_caller(event: Mapping[str, Any]) -> str | None:
+    """A WebSocket API's `$connect` with IAM auth: ``requestContext.identity.userArn``."""
+    return _principal_arn(_path(event, "requestContext", "identity", "userArn"))
+
+
+def _principal_arn(arn: object) -> str | None:
     if not is_clean_text(arn) or not str(arn).startswith("arn:"):
         return None
     text = str(arn)

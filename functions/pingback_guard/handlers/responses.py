@@ -17,10 +17,16 @@ if TYPE_CHECKING:
     )
 
 
-def json_response(status: int, body: dict[str, Any]) -> dict[str, Any]:
+def json_response(
+    status: int, body: dict[str, Any], retry_after: int | None = None
+) -> dict[str, Any]:
+    """``retry_after``: whole seconds until asking again is worthwhile (Retry-After header)."""
+    headers = {"content-type": "application/json"}
+    if retry_after is not None:
+        headers["retry-after"] = str(retry_after)
     return {
         "statusCode": status,
-        "headers": {"content-type": "application/json"},
+        "headers": headers,
         "body": json.dumps(body, separators=(",", ":")),
     }
 

@@ -31,6 +31,7 @@ from pingback_guard.handlers.responses import (
 from pingback_guard.handlers.services import submit_service
 from pingback_guard.kinds.json_fields import request_from_json
 from pingback_guard.kinds.registry import MAX_REQUEST_BYTES, InvalidFieldError
+from pingback_guard.logic.pacing import paced
 from pingback_guard.observability import instrumented, logger, metrics
 from pingback_guard.settings import SubmitSettings
 
@@ -65,10 +66,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="TaskSubmitted", unit=MetricUnit.Count, value=1)
     # DEBUG: the TaskSubmitted metric and the 202 already record it; log bytes are a cost per task.
     logger.debug("task submitted", extra={"task_id": task.task_id})
-    return json_response(
-        202,
+    # When to look first: the likely ready moment, the stack's own first check.
+    view = paced(
         {"task_id": task.task_id, "status": "PENDING", "submitted_at": task.submitted_at},
+        task.first_poll_at,
+        task.submitted_at,
     )
+    return json_response(202, view, retry_after=view["retry_after"])
 
 
 class _Refusal(Exception):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -13,6 +13,7 @@ from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.errors import PingbackGuardError, ProviderAccountError
 from pingback_guard.domain.task import DeliveryPath, StoreOutcome, Task, TaskResult, TaskStatus
 from pingback_guard.logic.access import Access, access_of
+from pingback_guard.logic.pacing import MIN_RETRY_AFTER_SECONDS, paced
 from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
 from pingback_guard.logic.results import Delivery, store_result, stored_delivery
 from pingback_guard.provider.answers import AnswerKind
@@ -66,6 +67,17 @@ class ReadThroughPolicy:
             return now - task.submitted_at >= self.solve_times.likely_ready(_method(task))
         return now >= self.schedule.after_check(task.submitted_at, last)
 
+    def next_check_at(self, task: Task, now: float, checked_now: bool) -> float:
+        """When a GET is next worth making: the moment its read-through (or the poller, on the
+        same schedule) checks res.php again. ``checked_now``: a check was made or claimed now."""
+        submitted_at = task.submitted_at if task.submitted_at is not None else now
+        last = now if checked_now else _last_check(task)
+        if last is None:
+            at = submitted_at + self.solve_times.likely_ready(_method(task))
+        else:
+            at = self.schedule.after_check(submitted_at, last)
+        return max(at, now + MIN_RETRY_AFTER_SECONDS)
+
     def gap(self, task: Task, now: float) -> float:
         """The gap that guards the next claim: two callers who read the same item agree on it."""
         last = _last_check(task)
@@ -104,12 +116,15 @@ class TaskQuery:
             return Lookup(task.claim_view())
         if self._provider is None or self._policy is None:
             return Lookup(task.view(now))
-        return self._look_at_provider(task, now, self._provider, self._policy)
+        self._learn(task, self._policy.solve_times)
+        found = self._checked(task, now, self._provider, self._policy)
+        # Any read-through outcome means a check was made or claimed just now.
+        next_check_at = self._policy.next_check_at(task, now, found.read_through is not None)
+        return replace(found, view=paced(found.view, next_check_at, now))
 
-    def _look_at_provider(
+    def _checked(
         self, task: Task, now: float, provider: ProviderClient, policy: ReadThroughPolicy
     ) -> Lookup:
-        self._learn(task, policy.solve_times)
         if not policy.is_due(task, now):
             return Lookup(task.view(now))
         try:

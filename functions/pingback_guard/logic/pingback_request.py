@@ -9,13 +9,13 @@ from urllib.parse import parse_qs
 
 from pingback_guard.domain.errors import InvalidCallbackError
 from pingback_guard.domain.task import (
-    MAX_CODE_LENGTH,
+    MAX_ANSWER_BYTES,
     DeliveryPath,
     TaskResult,
-    is_error_code,
+    is_storable_answer,
     normalise_task_id,
 )
-from pingback_guard.provider.answers import is_known_task_error, is_plausible_token
+from pingback_guard.provider.answers import is_status_code
 
 MAX_CALLBACK_BODY_BYTES = 16 * 1024
 FORM_CONTENT_TYPE = "application/x-www-form-urlencoded"
@@ -53,13 +53,12 @@ def parse_callback(
 
 
 def check_code(code: object) -> None:
-    """A token, or one of the provider's known per-task failure codes; nothing else."""
-    if not isinstance(code, str) or not is_plausible_token(code):
-        raise InvalidCallbackError(
-            f"code must be 1 to {MAX_CODE_LENGTH} token characters [A-Za-z0-9_.=:|-]"
-        )
-    if is_error_code(code) and not is_known_task_error(code):
-        raise InvalidCallbackError("code is an error the provider does not send for a task")
+    """Any answer, as sent (spaces, any script, JSON, '|'), or a task error; never refused for
+    its shape, only for its size or for a code that is not about a task (CAPCHA_NOT_READY)."""
+    if not isinstance(code, str) or not is_storable_answer(code):
+        raise InvalidCallbackError(f"code must be 1 to {MAX_ANSWER_BYTES} bytes of UTF-8 text")
+    if is_status_code(code):
+        raise InvalidCallbackError("code is a status the provider does not send for a task")
 
 
 def _body_fields(content_type: str, body: bytes) -> dict[str, str]:

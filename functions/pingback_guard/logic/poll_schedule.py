@@ -24,6 +24,11 @@ DEFAULT_EARLIEST_FIRST_CHECK_SECONDS = 5.0
 GAP_FRACTION = 0.4
 # Far below 2captcha's 20 per CAPTCHA; after these the task is checked once more at expiry.
 MAX_CHECKS_PER_TASK = 12
+# A task past its likely-ready time rides along in a res.php request the poller makes anyway
+# (ids= has room) at most every min gap, for this many of its checks: at no extra request, a
+# lost pingback's token is found within a sweep or two of its finish while most tasks finish;
+# the rest of its checks follow the growing gaps.
+RIDING_CHECKS = 6
 # "Likely ready": the median of the method's observed solve times (a later quantile saves a few
 # requests when pingbacks arrive, but lost ones then wait: p75 made p95 token ages over 30 s).
 READY_QUANTILE = 0.5
@@ -113,6 +118,16 @@ class CheckSchedule:
     @staticmethod
     def exhausted(checks_done: int) -> bool:
         return checks_done >= MAX_CHECKS_PER_TASK
+
+    def may_ride(self, task: DueTask, now: float, likely_ready_at: float) -> bool:
+        """May this task, not due yet, be asked about in a request made for others? Past its
+        likely-ready time, checked at least a min gap ago, within its riding checks."""
+        return (
+            task.last_checked_at is not None
+            and now - task.last_checked_at >= self.min_gap_seconds
+            and now >= likely_ready_at
+            and task.poll_attempts < RIDING_CHECKS
+        )
 
 
 @dataclass(frozen=True)

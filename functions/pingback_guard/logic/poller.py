@@ -27,6 +27,7 @@ from pingback_guard.domain.errors import (
     StoreError,
 )
 from pingback_guard.domain.task import DeliveryPath, DueTask, StoreOutcome, TaskResult
+from pingback_guard.kinds.registry import polled_alone
 from pingback_guard.logic.poll_schedule import PollPolicy, SolveTimes
 from pingback_guard.logic.results import store_result
 from pingback_guard.provider.answers import AnswerKind, ProviderAnswer
@@ -143,12 +144,13 @@ class PollerService:
         """Poll due PENDING tasks until done, out of request budget or out of time."""
         report = SweepReport(sweeps=1)
         try:
-            due = self._due(now)
+            due, waiting = self._due(now)
         except StoreError:
             report.store_errors += 1  # the next sweep finds the same tasks still due
             return report
         report.due = len(due)
         pending = [task for task in due if not self._deferred(task, now, report)]
+        pending += self._riders(now, len(pending), waiting)
         queue = self._requests_for(pending, now)
         while queue:
             if report.requests >= self._policy.max_requests_per_sweep:
@@ -178,12 +180,13 @@ class PollerService:
                 return report
         return report
 
-    def _due(self, now: float) -> list[DueTask]:
-        """Due tasks as the table has them, with the next checks held in memory applied."""
+    def _due(self, now: float) -> tuple[list[DueTask], list[DueTask]]:
+        """Due tasks as the table has them, with the next checks held in memory applied; and
+        the tasks still PENDING whose next check, held in memory, is later."""
         plans = self._plans
         limit = self._policy.max_tasks_per_sweep
         if plans is None:
-            return self._store.due_tasks(now, limit=limit)
+            return self._store.due_tasks(now, limit=limit), []
         found = self._store.due_tasks(now, limit=limit + len(plans))
         if len(found) < limit + len(plans):
             # Not in the index any more: finished (a pingback came), nothing to write for it.
@@ -191,7 +194,25 @@ class PollerService:
             for task_id in [task_id for task_id in plans if task_id not in seen]:
                 del plans[task_id]
         current = [plans.get(task.task_id, task) for task in found]
-        return [task for task in current if task.due_at <= now][:limit]
+        due = [task for task in current if task.due_at <= now][:limit]
+        return due, [task for task in current if task.due_at > now]
+
+    def _riders(self, now: float, requested: int, waiting: Sequence[DueTask]) -> list[DueTask]:
+        """Tasks checked before and due again later that may fill the room left in the requests
+        made for ``requested`` due tasks: checked at no request of their own."""
+        size = self._policy.ids_per_request if now >= self._batching_paused_until else 1
+        room = -requested % size if requested else 0
+        if not room:
+            return []
+        schedule = self._policy.schedule
+        riders = [
+            task
+            for task in sorted(waiting, key=lambda task: task.due_at)
+            if schedule.may_ride(
+                task, now, task.submitted_at + self._solve_times.likely_ready(task.method)
+            )
+        ]
+        return riders[:room]
 
     def _reschedule(
         self, task: DueTask, due_at: float, attempts: int, checked: float | None
@@ -226,8 +247,11 @@ class PollerService:
         return remaining_seconds() - self._policy.deadline_margin_seconds
 
     def _requests_for(self, tasks: Sequence[DueTask], now: float) -> list[list[DueTask]]:
+        """ids= batches of the kinds whose answers never hold '|'; every other task alone."""
         size = self._policy.ids_per_request if now >= self._batching_paused_until else 1
-        return [list(tasks[start : start + size]) for start in range(0, len(tasks), size)]
+        batchable = [task for task in tasks if not polled_alone(task.method)]
+        batches = [batchable[start : start + size] for start in range(0, len(batchable), size)]
+        return batches + [[task] for task in tasks if polled_alone(task.method)]
 
     def _deferred(self, task: DueTask, now: float, report: SweepReport) -> bool:
         """A task likely not solved yet, or checked a moment ago by a waiting worker's

@@ -6,23 +6,14 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pingback_guard.domain.task import MAX_CODE_LENGTH
+from pingback_guard.domain.task import (
+    TASK_FAILED_ERRORS,
+    TASK_PERMANENT_ERRORS,
+    is_error_code,
+    is_storable_answer,
+)
 
 NOT_READY = "CAPCHA_NOT_READY"
-TASK_FAILED_ERRORS = frozenset({"ERROR_CAPTCHA_UNSOLVABLE", "ERROR_BAD_DUPLICATES"})
-TASK_PERMANENT_ERRORS = frozenset(
-    {
-        "ERROR_WRONG_CAPTCHA_ID",
-        "ERROR_WRONG_ID_FORMAT",
-        "ERROR_PAGEURL",
-        "ERROR_GOOGLEKEY",
-        "ERROR_WRONG_GOOGLEKEY",
-        "ERROR_BAD_PARAMETERS",
-        "ERROR_BAD_PROXY",
-        "ERROR_TOKEN_EXPIRED",
-        "ERROR_EMPTY_ACTION",
-    }
-)
 ACCOUNT_ERRORS = frozenset(
     {
         "ERROR_WRONG_USER_KEY",
@@ -33,9 +24,6 @@ ACCOUNT_ERRORS = frozenset(
 )
 RETRYABLE_ERRORS = frozenset({"ERROR_NO_SLOT_AVAILABLE", "MAX_USER_TURN"})
 RATE_LIMIT_ERROR = re.compile(r"ERROR: ?100[1-5]")
-# reCAPTCHA, hCaptcha and Turnstile tokens are base64url and dots; '=', ':' and '|' allow other
-# providers' formats. Anything else (quotes, brackets, spaces) is refused at the edge.
-TOKEN_PATTERN = re.compile(r"[A-Za-z0-9_.=:|-]+")
 
 
 class AnswerKind(StrEnum):
@@ -69,30 +57,41 @@ KIND_BY_CODE: dict[str, AnswerKind] = {
 
 
 def classify(text: str) -> ProviderAnswer:
-    """Classify one answer text (a token, CAPCHA_NOT_READY or an error code)."""
+    """Classify a code res.php or in.php sent with status 0 (CAPCHA_NOT_READY or an error).
+
+    An error code the stack does not know is retried, never taken for a task's failure."""
     value = text.strip()
     known = KIND_BY_CODE.get(value)
     if known is not None:
         return ProviderAnswer(known, value)
     if RATE_LIMIT_ERROR.fullmatch(value):
         return ProviderAnswer(AnswerKind.RETRYABLE, value)
-    if value.startswith("ERROR") or not is_plausible_token(value):
-        # Unknown errors and garbage are retried until the retention window ends, never trusted.
-        return ProviderAnswer(AnswerKind.RETRYABLE, _describe_unexpected(value))
-    return ProviderAnswer(AnswerKind.READY, value)
+    return ProviderAnswer(AnswerKind.RETRYABLE, _describe_unexpected(value))
 
 
-def is_known_task_error(code: str) -> bool:
-    """An error the provider reports for one task: it may mark that task FAILED."""
-    return code in TASK_FAILED_ERRORS or code in TASK_PERMANENT_ERRORS
+def ready(answer: str) -> ProviderAnswer:
+    """An answer res.php sent with status 1: the task's answer exactly as sent, whatever its
+    shape (spaces, any script, JSON, '|'); only one too large to store, or empty, is retried."""
+    if not is_storable_answer(answer):
+        return ProviderAnswer(AnswerKind.RETRYABLE, f"UNEXPECTED_ANSWER(len={len(answer)})")
+    return ProviderAnswer(AnswerKind.READY, answer)
 
 
-def is_plausible_token(value: str) -> bool:
-    return 0 < len(value) <= MAX_CODE_LENGTH and bool(TOKEN_PATTERN.fullmatch(value))
+def classify_part(part: str) -> ProviderAnswer:
+    """One id's part of an ids= answer: a code the provider sends per task, else the answer."""
+    if part in KIND_BY_CODE:
+        return classify(part)
+    return ready(part)
+
+
+def is_status_code(code: str) -> bool:
+    """A code about the request or the account (not ready, no slot, bad key), never a task's
+    answer or a task's failure."""
+    return code in KIND_BY_CODE and not is_error_code(code)
 
 
 def _describe_unexpected(value: str) -> str:
-    """An error code is safe to log; anything else might be a token: describe, don't copy."""
+    """An error code is safe to log; anything else might be an answer: describe, don't copy."""
     if value.startswith("ERROR") and len(value) <= 64 and value.isprintable():
         return value
     return f"UNEXPECTED_ANSWER(len={len(value)})"

@@ -30,7 +30,13 @@ from pingback_guard.domain.errors import (
 )
 from pingback_guard.domain.task import CaptchaRequest, normalise_task_id
 from pingback_guard.kinds.fields import decode_image
-from pingback_guard.provider.answers import AnswerKind, ProviderAnswer, classify
+from pingback_guard.provider.answers import (
+    AnswerKind,
+    ProviderAnswer,
+    classify,
+    classify_part,
+    ready,
+)
 
 PLAIN_CODE = re.compile(r"[A-Z0-9_: ]{1,64}")
 
@@ -129,18 +135,22 @@ class CaptchaAiClient:
 
     def _get_one(self, task_id: str) -> ProviderAnswer:
         status, answer = self._get({"action": "get", "id": task_id})
+        if status == 1:
+            return ready(str(answer))
         verdict = classify(str(answer))
-        if (status == 1) != (verdict.kind is AnswerKind.READY):
-            return ProviderAnswer(AnswerKind.RETRYABLE, "UNEXPECTED_ANSWER")
         if verdict.kind is AnswerKind.ACCOUNT:
             _raise_for(verdict, "res.php get")
         return verdict
 
     def _get_batch(self, task_ids: Sequence[str]) -> dict[str, ProviderAnswer]:
+        """Only kinds whose answers never hold '|' are batched (kinds.registry.polled_alone);
+        a batch whose parts do not match its ids is refused whole, never split by guesswork."""
         status, answer = self._get({"action": "get", "ids": ",".join(task_ids)})
         parts = str(answer).split("|")
         if status == 1 and len(parts) == len(task_ids):
-            return {task_id: classify(part) for task_id, part in zip(task_ids, parts, strict=True)}
+            return {
+                task_id: classify_part(part) for task_id, part in zip(task_ids, parts, strict=True)
+            }
         if status == 0:
             verdict = classify(str(answer))
             if verdict.kind is AnswerKind.ACCOUNT:

@@ -14,12 +14,14 @@ from pingback_guard_client.errors import (
 )
 from pingback_guard_client.models import PingbackUrl, Solution, TaskView
 from pingback_guard_client.signing import signed_session
+from pingback_guard_client.waiting import Pacing
 
 __all__ = [
     "ApiError",
     "AsyncClient",
     "Client",
     "CredentialsError",
+    "Pacing",
     "PingbackGuardError",
     "PingbackUrl",
     "RetryPolicy",

@@ -17,7 +17,7 @@ from botocore.credentials import Credentials
 
 from pingback_guard_client.client import Client, RetryPolicy
 from pingback_guard_client.models import Solution
-from pingback_guard_client.waiting import Waiting
+from pingback_guard_client.waiting import Pacing, Waiting
 
 
 def _in_thread[**P, R](
@@ -45,6 +45,8 @@ class AsyncClient:
         poll_interval: float = 1.0,
         timeout: float = 30.0,
         client: Client | None = None,
+        push_url: str | None = None,
+        pacing: Pacing | None = None,
     ) -> None:
         if client is None:
             if api_url is None:
@@ -56,6 +58,8 @@ class AsyncClient:
                 retry=retry,
                 poll_interval=poll_interval,
                 timeout=timeout,
+                push_url=push_url,
+                pacing=pacing,
             )
         self._client = client
 
@@ -72,20 +76,49 @@ class AsyncClient:
 
     close = _in_thread(Client.close)
     submit = _in_thread(Client.submit)
+    submit_paced = _in_thread(Client.submit_paced)
     task = _in_thread(Client.task)
     report = _in_thread(Client.report)
     pingback_url = _in_thread(Client.pingback_url)
     register = _in_thread(Client.register)
 
-    async def wait(self, task_id: str, timeout: float = 120.0) -> Solution:
+    async def wait(
+        self, task_id: str, timeout: float = 120.0, first_look_after: float | None = None
+    ) -> Solution:
+        """Client.wait() on the event loop: pushed results wake it, GETs run in a thread."""
+        client = self._client
         waiting = Waiting(
-            task_id, timeout, self._client.poll_interval, time.monotonic, now=time.time
+            task_id,
+            timeout,
+            client.pacing,
+            time.monotonic,
+            now=time.time,
+            first_look_after=first_look_after,
         )
-        while (solution := await asyncio.to_thread(waiting.look, self._client.task)) is None:
-            await asyncio.sleep(waiting.pause())
-        return solution
+        push = client.push
+        if push is not None:
+            await asyncio.to_thread(push.start)
+            await asyncio.to_thread(push.watch, task_id)
+        try:
+            while True:
+                connected = push is not None and push.connected
+                pause = waiting.pause(connected)
+                if push is not None and connected and pause > 0:
+                    pushed = await push.wait_async(task_id, pause)
+                    if pushed is not None and (solution := waiting.accept(pushed)) is not None:
+                        return solution
+                    if waiting.pause(push.connected) > 0:
+                        continue
+                elif pause > 0:
+                    await asyncio.sleep(pause)
+                if (solution := await asyncio.to_thread(waiting.look, client.task)) is not None:
+                    return solution
+        finally:
+            if push is not None:
+                push.unwatch(task_id)
 
     async def solve(
         self, method: str, sitekey: str, page_url: str, timeout: float = 180.0, **extras: Any
     ) -> Solution:
-        return await self.wait(await self.submit(method, sitekey, page_url, **extras), timeout)
+        task_id, first_look_after = await self.submit_paced(method, sitekey, page_url, **extras)
+        return await self.wait(task_id, timeout, first_look_after)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import re
 import time
@@ -9,7 +10,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import botocore.session
 from botocore.credentials import Credentials
@@ -29,8 +30,12 @@ from pingback_guard_client.transport import (
     Transport,
     TransportFailure,
 )
-from pingback_guard_client.waiting import Waiting
+from pingback_guard_client.waiting import Pacing, Waiting
 
+if TYPE_CHECKING:
+    from pingback_guard_client.push import PushChannel
+
+logger = logging.getLogger(__name__)
 _RETRIED_STATUSES = frozenset({429, 503})
 _EXECUTE_API_HOST = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com")
 
@@ -68,14 +73,19 @@ class Client:
         timeout: float = 30.0,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        push_url: str | None = None,
+        pacing: Pacing | None = None,
     ) -> None:
+        resolved_region = region or _region_of(api_url)
         self._transport = transport or RequestsTransport(
-            api_url, signed_session(region or _region_of(api_url), credentials), timeout
+            api_url, signed_session(resolved_region, credentials), timeout
         )
         self._retry = retry or RetryPolicy()
         self.poll_interval = poll_interval
+        self.pacing = pacing or Pacing(interval=poll_interval)
         self._clock = clock
         self._sleep = sleep
+        self.push = open_push(push_url, resolved_region, credentials)
 
     def __enter__(self) -> Client:
         return self
@@ -89,11 +99,20 @@ class Client:
         self.close()
 
     def close(self) -> None:
+        if self.push is not None:
+            self.push.close()
         self._transport.close()
 
     # `self` is positional-only where **extras takes any name, so AsyncClient can delegate (aio).
     def submit(self, /, method: str, sitekey: str, page_url: str, **extras: Any) -> str:
         """Submit a CAPTCHA through the stack (in.php with a per-task pingback); its task id."""
+        return self.submit_paced(method, sitekey, page_url, **extras)[0]
+
+    def submit_paced(
+        self, /, method: str, sitekey: str, page_url: str, **extras: Any
+    ) -> tuple[str, float | None]:
+        """submit(), and the seconds until a first look is worthwhile (None: not said): pass
+        them to wait() as ``first_look_after``."""
         body = {"method": method, "sitekey": sitekey, "page_url": page_url, "extras": extras}
         answer = self._call("POST", "/tasks", body, resend_unanswered=False)
         if answer.status == 503 and _field(answer, "task_id"):
@@ -101,28 +120,63 @@ class Client:
             raise ServiceUnavailable(
                 "accepted by the provider but not recorded", task_id=_field(answer, "task_id")
             )
-        return str(self._expect(answer, 202, 200)["task_id"])
+        document = self._expect(answer, 202, 200)
+        retry_after = document.get("retry_after")
+        return str(document["task_id"]), None if retry_after is None else float(retry_after)
 
     def task(self, task_id: str) -> TaskView:
         """The task as the stack sees it now (for an overdue task the stack asks res.php first)."""
         answer = self._call("GET", f"/tasks/{_quoted(task_id)}", None)
         return TaskView.from_json(self._expect(answer, 200))
 
-    def wait(self, task_id: str, timeout: float = 120.0) -> Solution:
-        """Poll the task about every poll_interval seconds until it is final or timeout passes.
+    def wait(
+        self, task_id: str, timeout: float = 120.0, first_look_after: float | None = None
+    ) -> Solution:
+        """The task's solution once it is final, or WaitTimeout after ``timeout`` seconds.
 
-        An outage of the stack is waited out until the deadline (then ServiceUnavailable).
+        With push (``push_url``) the result usually arrives pushed; otherwise, and while push is
+        down, GET /tasks/{id} when the stack says a look is worthwhile (``pacing``). An outage
+        of the stack is waited out until the deadline (then ServiceUnavailable).
         """
-        waiting = Waiting(task_id, timeout, self.poll_interval, self._clock, now=self._clock)
-        while (solution := waiting.look(self.task)) is None:
-            self._sleep(waiting.pause())
-        return solution
+        waiting = Waiting(
+            task_id,
+            timeout,
+            self.pacing,
+            self._clock,
+            now=self._clock,
+            first_look_after=first_look_after,
+        )
+        if self.push is None:
+            while True:
+                if (pause := waiting.pause()) > 0:
+                    self._sleep(pause)
+                if (solution := waiting.look(self.task)) is not None:
+                    return solution
+        return self._wait_pushed(waiting, self.push, task_id)
+
+    def _wait_pushed(self, waiting: Waiting, push: PushChannel, task_id: str) -> Solution:
+        push.start()
+        push.watch(task_id)
+        try:
+            while True:
+                pause = waiting.pause(push.connected)
+                pushed = push.wait(task_id, pause) if pause > 0 else None
+                if pushed is not None:
+                    if (solution := waiting.accept(pushed)) is not None:
+                        return solution
+                elif waiting.pause(push.connected) > 0:
+                    continue  # the connection came or went: pace again
+                if (solution := waiting.look(self.task)) is not None:
+                    return solution
+        finally:
+            push.unwatch(task_id)
 
     def solve(
         self, method: str, sitekey: str, page_url: str, timeout: float = 180.0, **extras: Any
     ) -> Solution:
         """submit() then wait(): the token with its age and usable_until."""
-        return self.wait(self.submit(method, sitekey, page_url, **extras), timeout)
+        task_id, first_look_after = self.submit_paced(method, sitekey, page_url, **extras)
+        return self.wait(task_id, timeout, first_look_after)
 
     def report(self, task_id: str, correct: bool) -> str:
         """Tell the provider (through the stack) whether the token worked: "good" or "bad"."""
@@ -207,6 +261,20 @@ def _field(answer: HttpAnswer, name: str) -> Any:
 
 def _quoted(task_id: str) -> str:
     return urllib.parse.quote(task_id, safe="")
+
+
+def open_push(
+    push_url: str | None, region: str, credentials: Credentials | None
+) -> PushChannel | None:
+    """The push channel (not connected yet), or None without a URL or without `websockets`."""
+    if not push_url:
+        return None
+    try:
+        from pingback_guard_client.push import PushChannel
+    except ImportError:
+        logger.warning("push_url given but `websockets` is not installed: waiting by GET only")
+        return None
+    return PushChannel(push_url, region, credentials)
 
 
 def _region_of(api_url: str) -> str:

@@ -27,6 +27,10 @@ class TaskView:
     token_age_seconds: float | None
     poll_attempts: int
     reported: str | None
+    next_check_at: float | None = None
+    """PENDING only: when the stack next checks res.php itself (epoch seconds, its clock)."""
+    retry_after: float | None = None
+    """PENDING only: seconds until a look is worthwhile (the stack's next check)."""
 
     @property
     def is_final(self) -> bool:
@@ -53,6 +57,8 @@ class TaskView:
             token_age_seconds=_optional_float(document.get("token_age_seconds")),
             poll_attempts=int(document.get("poll_attempts") or 0),
             reported=_optional_str(document.get("reported")),
+            next_check_at=_optional_float(document.get("next_check_at")),
+            retry_after=_optional_float(document.get("retry_after")),
         )
 
 

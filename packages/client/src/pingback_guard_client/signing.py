@@ -62,6 +62,23 @@ class SigV4RequestAuth(AuthBase):
         return request
 
 
+def signed_headers(url: str, region: str, credentials: Credentials | None = None) -> dict[str, str]:
+    """SigV4 headers for a GET of ``url`` (a WebSocket API's `$connect`: ws(s) signs as http(s))."""
+    frozen = (credentials or default_credentials()).get_frozen_credentials()
+    signable = AWSRequest(method="GET", url=_http_url(url))
+    SigV4Auth(
+        Credentials(str(frozen.access_key), str(frozen.secret_key), frozen.token),
+        SERVICE,
+        region,
+    ).add_auth(signable)
+    return {name: signable.headers[name] for name in _SIGNATURE_HEADERS if name in signable.headers}
+
+
+def _http_url(url: str) -> str:
+    scheme, separator, rest = url.partition("://")
+    return {"wss": "https", "ws": "http"}.get(scheme, scheme) + separator + rest
+
+
 def signed_session(region: str, credentials: Credentials | None = None) -> Session:
     """A requests session whose every request is SigV4-signed (default credential chain if none)."""
     session = Session()

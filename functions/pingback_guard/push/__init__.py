@@ -1,0 +1,1 @@
+"""Sending to WebSocket connections (API Gateway Management API): the only @connections code."""

@@ -1,0 +1,114 @@
+"""Push delivery rules (issue 24): only the owner's connections get a result, a reconnecting
+worker gets the current state of its own tasks, gone connections are forgotten."""
+
+from __future__ import annotations
+
+import pytest
+
+from pingback_guard.domain.task import DeliveryPath, NewTask, TaskResult
+from pingback_guard.logic.push import InvalidSubscription, PushService, parse_subscription
+from tests.fakes import FakeSender, InMemoryConnectionStore, InMemoryTaskStore, token_request
+
+OWNER = "arn:aws:iam::123456789012:user/worker"
+OTHER = "arn:aws:iam::123456789012:user/other"
+TOKEN = "03AFcWeA5" + "p" * 300
+NOW = 2000.0
+
+
+def pushing() -> tuple[PushService, InMemoryTaskStore, InMemoryConnectionStore, FakeSender]:
+    tasks, connections, sender = InMemoryTaskStore(), InMemoryConnectionStore(), FakeSender()
+    service = PushService(
+        tasks, connections, sender.send, connection_ttl_seconds=7200, max_connections_per_owner=2
+    )
+    return service, tasks, connections, sender
+
+
+def task_of(tasks: InMemoryTaskStore, task_id: str, owner: str, solved: bool = True) -> None:
+    request = token_request("userrecaptcha", "sitekey", "https://example.test/")
+    tasks.record_submission(NewTask(task_id, request, NOW - 30, NOW - 5, owner=owner))
+    if solved:
+        tasks.record_result(TaskResult(task_id, TOKEN, DeliveryPath.CALLBACK, received_at=NOW - 1))
+
+
+def test_a_final_result_goes_to_every_connection_of_its_owner_and_no_other() -> None:
+    service, tasks, _, sender = pushing()
+    task_of(tasks, "101", OWNER)
+    for connection_id, owner in (("a", OWNER), ("b", OWNER), ("c", OTHER)):
+        assert service.connect(connection_id, owner, NOW)
+    report = service.deliver("101", NOW)
+    assert sorted(connection for connection, _ in sender.sent) == ["a", "b"]
+    message = sender.sent[0][1]
+    assert message["type"] == "task" and message["task"]["solution"] == TOKEN
+    assert message["task"]["status"] == "SOLVED" and report.sent == 2
+
+
+def test_a_pending_task_or_an_owner_without_connections_pushes_nothing() -> None:
+    service, tasks, _, sender = pushing()
+    task_of(tasks, "101", OWNER, solved=False)
+    task_of(tasks, "102", OWNER)
+    assert service.deliver("101", NOW).sent == 0
+    assert service.deliver("102", NOW).no_connection == 1
+    assert sender.sent == []
+
+
+def test_a_gone_connection_is_forgotten_and_a_failed_push_counted() -> None:
+    service, tasks, connections, sender = pushing()
+    task_of(tasks, "101", OWNER)
+    service.connect("gone", OWNER, NOW)
+    service.connect("flaky", OWNER, NOW)
+    sender.gone.add("gone")
+    sender.failing.add("flaky")
+    report = service.deliver("101", NOW)
+    assert (report.gone, report.failed, report.sent) == (1, 1, 0)
+    assert set(connections.connections) == {"flaky"}
+
+
+def test_on_subscribe_a_worker_gets_the_current_state_of_its_own_tasks_only() -> None:
+    service, tasks, _, sender = pushing()
+    task_of(tasks, "101", OWNER)
+    task_of(tasks, "102", OWNER, solved=False)
+    task_of(tasks, "103", OTHER)
+    service.connect("a", OWNER, NOW)
+    service.subscribe("a", ["101", "102", "103", "999"], NOW)
+    [(connection, message)] = sender.sent
+    assert connection == "a" and message["type"] == "tasks"
+    assert [(t["task_id"], t["status"]) for t in message["tasks"]] == [
+        ("101", "SOLVED"),
+        ("102", "PENDING"),
+    ]
+
+
+def test_a_principal_holds_a_bounded_number_of_connections() -> None:
+    service, _, _, _ = pushing()
+    assert service.connect("a", OWNER, NOW) and service.connect("b", OWNER, NOW)
+    assert not service.connect("c", OWNER, NOW)
+    service.disconnect("a")
+    assert service.connect("c", OWNER, NOW)
+
+
+def test_an_expired_connection_record_gets_no_push() -> None:
+    service, tasks, _, sender = pushing()
+    task_of(tasks, "101", OWNER)
+    service.connect("old", OWNER, NOW - 7300)
+    assert service.deliver("101", NOW).no_connection == 1 and sender.sent == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        None,
+        "",
+        "[]",
+        '{"task_ids": []}',
+        '{"task_ids": "101"}',
+        '{"task_ids": ["x1"]}',
+        '{"task_ids": [' + ",".join(['"1"'] * 51) + "]}",
+    ],
+)
+def test_a_malformed_subscription_is_refused(body: str | None) -> None:
+    with pytest.raises(InvalidSubscription):
+        parse_subscription(body)
+
+
+def test_a_subscription_names_up_to_50_ids_once_each() -> None:
+    assert parse_subscription('{"action": "subscribe", "task_ids": ["7", 7, "8"]}') == ["7", "8"]
