@@ -11,12 +11,16 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv lock dynamodb-local lint typecheck unit integration local chaos test demo bench clean
+include infra/sam/sam.mk
+
+.PHONY: help venv lock dynamodb-local lint typecheck unit check integration local chaos test \
+	static-checks suites demo bench clean
 
 help:
 	@echo "make demo   - run the whole stack locally against moto + the simulator, with the chaos proof"
 	@echo "make chaos  - the chaos run (PROFILE=ci|full|soak, TASKS=N, SEED=S); report in out/chaos/"
-	@echo "make test   - lint, type checks, template checks and every test suite"
+	@echo "make test   - lint, type checks, template checks and every test suite; prints its time"
+	@echo "make check  - the inner loop: lint, type checks and the suites that start nothing"
 	@echo "make bench  - benchmarks (bench/results.json + Markdown table)"
 
 PACKAGES := packages/client packages/cli
@@ -57,14 +61,34 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
+# pytest workers of `make test`: most local-stack tests wait on scaled time, so one more than
+# the 2 cores keeps both busy.
+TEST_WORKERS ?= 3
+# The suites that start no stack, no server and no DynamoDB Local (seconds, not minutes).
+QUICK_SUITES := tests/unit tests/client tests/cli tests/bench tests/template
+
 unit: $(STAMP)
 	$(VENV)/bin/pytest -q tests/unit tests/client tests/cli
+
+check: lint typecheck
+	$(VENV)/bin/pytest -q -n 2 $(QUICK_SUITES)
 
 integration: $(STAMP) $(DDB_LOCAL_STAMP)
 	$(VENV)/bin/pytest -q tests/integration
 
-test: lint typecheck template-check $(STAMP) $(DDB_LOCAL_STAMP)
-	$(VENV)/bin/pytest -q
+# Everything, nothing skipped: the static checks run beside the test suites, the suites spread
+# over TEST_WORKERS processes a test file at a time (tests/conftest.py starts the longest first).
+test: $(STAMP) $(DDB_LOCAL_STAMP) $(SAM_STAMP)
+	@started=$$(date +%s); \
+	$(MAKE) --no-print-directory -k -j2 --output-sync=target static-checks suites; status=$$?; \
+	echo "make test: $$(( $$(date +%s) - started )) s on $$(nproc) cores, $$([ $$status = 0 ] \
+		&& echo passed || echo FAILED)"; \
+	exit $$status
+
+static-checks: lint typecheck template-check
+
+suites: $(STAMP) $(DDB_LOCAL_STAMP)
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 demo: $(STAMP)
 	$(PY) -m infra.chaos --profile demo --out out/chaos
@@ -78,4 +102,3 @@ bench: $(STAMP)
 clean:
 	rm -rf $(VENV) $(SAM_VENV) $(LOCK_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache $(DDB_LOCAL_DIR)/node_modules
 
-include infra/sam/sam.mk

@@ -43,13 +43,19 @@ from pingback_guard.domain.task import (
     TokenLifetimes,
 )
 from pingback_guard.domain.worker_keys import WorkerKey, digest_of, new_key
+from pingback_guard.kinds.registry import lifetime_seconds
 from pingback_guard.logic.access import may_access
 from pingback_guard.logic.poll_schedule import PollPolicy
 from pingback_guard.provider.answers import ProviderAnswer, classify_part
 from pingback_guard.queue.dead_letter import DeadLetter
 
-# The template's defaults: reCAPTCHA and hCaptcha 120 s, Turnstile 300 s.
-TOKEN_LIFETIMES = TokenLifetimes(recaptcha=120.0, hcaptcha=120.0, turnstile=300.0)
+# The template's defaults: reCAPTCHA, hCaptcha and GeeTest 120 s, Turnstile 300 s, a Cloudflare
+# clearance 30 min.
+TOKEN_LIFETIMES = TokenLifetimes(
+    recaptcha=120.0, hcaptcha=120.0, turnstile=300.0, geetest=120.0, cloudflare_challenge=1800.0
+)
+# The template's ResultTtlDays default: how long an answer without a lifetime stays usable.
+RESULT_TTL_SECONDS = 7 * 86400
 
 
 class InMemoryTaskStore:
@@ -106,7 +112,10 @@ class InMemoryTaskStore:
         return SubmissionOutcome.CREATED
 
     def _write_pending(self, task: NewTask) -> None:
-        self.token_lifetime_seconds[task.task_id] = self.lifetimes.for_method(task.request.method)
+        lifetime = lifetime_seconds(self.lifetimes, task.request.method)
+        self.token_lifetime_seconds[task.task_id] = (
+            RESULT_TTL_SECONDS if lifetime is None else lifetime
+        )
         self.tasks[task.task_id] = Task(
             task.task_id,
             TaskStatus.PENDING,

@@ -1,5 +1,6 @@
 """Waiting in tests for something that happens on another thread or in another process."""
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,3 +17,29 @@ def wait_until(condition: Callable[[], Any], timeout: float, interval: float = 0
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         time.sleep(interval)
+
+
+def run_at_once[T](count: int, call: Callable[[], T], timeout: float = 30) -> list[T]:
+    """Runs `call` on `count` threads released together; the results of all of them. Fails the
+    test when a thread raised or did not finish within `timeout`."""
+    barrier = threading.Barrier(count)
+    results: list[T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        barrier.wait()
+        try:
+            results.append(call())
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=run) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+    if errors:
+        raise AssertionError(f"{len(errors)} of {count} threads raised") from errors[0]
+    if len(results) != count:
+        raise AssertionError(f"only {len(results)} of {count} threads finished in {timeout}s")
+    return results

@@ -6,9 +6,10 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from pingback_guard.domain.task import NewTask
+from pingback_guard.data.store import TaskStore
+from pingback_guard.domain.task import NewTask, TaskResult
 from pingback_guard.logic.get_task import Lookup, ReadThroughOutcome
-from pingback_guard.logic.results import Delivery
+from pingback_guard.logic.results import Delivery, judged_answer
 
 logger = Logger()
 # botocore only: the X-Ray SDK records an exception's text, and a failed requests/httplib call's
@@ -66,8 +67,22 @@ def record_read_through(task_id: str, found: Lookup) -> None:
     metrics.add_metric(name=found.read_through.value, unit=MetricUnit.Count, value=1)
     if found.delivery is not None:
         emit_delivery(found.delivery)
+        note_answer(task_id, found.view.get("kind"), found.view.get("answer_fits") is not False)
     if found.read_through in {ReadThroughOutcome.ERROR, ReadThroughOutcome.ACCOUNT_ERROR}:
         logger.warning(
             "read-through failed; answered PENDING",
             extra={"task_id": task_id, "reason": found.error},
         )
+
+
+def note_answer(task_id: str, kind: str | None, fits: bool) -> None:
+    """AnswerShapeMisfit (alarmed) for an answer its kind does not expect; never the answer."""
+    if not fits:
+        metrics.add_metric(name="AnswerShapeMisfit", unit=MetricUnit.Count, value=1)
+        logger.warning("answer does not fit its kind", extra={"task_id": task_id, "kind": kind})
+
+
+def note_stored_answer(store: TaskStore, result: TaskResult) -> None:
+    """Judge a newly stored answer against its task's kind (one read of the task)."""
+    judged = judged_answer(store, result)
+    note_answer(result.task_id, judged.kind, judged.parsed.fits)

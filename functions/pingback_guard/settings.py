@@ -147,6 +147,8 @@ class TableSettings:
                 recaptcha=env.number("RECAPTCHA_TOKEN_LIFETIME_SECONDS", 1, 3600),
                 hcaptcha=env.number("HCAPTCHA_TOKEN_LIFETIME_SECONDS", 1, 3600),
                 turnstile=env.number("TURNSTILE_TOKEN_LIFETIME_SECONDS", 1, 3600),
+                geetest=env.number("GEETEST_TOKEN_LIFETIME_SECONDS", 1, 3600),
+                cloudflare_challenge=env.number("CLOUDFLARE_CLEARANCE_LIFETIME_SECONDS", 1, 86400),
             ),
         )
 

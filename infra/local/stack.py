@@ -53,7 +53,7 @@ _TRIGGER_STOP_SECONDS = 3.0
 # so that the events path (stream, pipe, bus, rule target) is exercised end to end.
 LOCAL_PARAMETER_DEFAULTS = {"DeployExampleConsumer": "true"}
 # API Gateway's integration timeout: no request in flight can need longer.
-_DRAIN_SECONDS = 30.0
+DRAIN_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -528,9 +528,9 @@ class LocalStack(Service):
 
     def _drain_gateway(self) -> None:
         if self._gateway is not None:
-            left = self._gateway.drain(_DRAIN_SECONDS)
+            left = self._gateway.drain(DRAIN_SECONDS)
             if left:
-                logger.warning("%d requests still in flight after %.0fs", left, _DRAIN_SECONDS)
+                logger.warning("%d requests still in flight after %.0fs", left, DRAIN_SECONDS)
 
     def _close_access_log(self) -> None:
         if self._gateway is not None:

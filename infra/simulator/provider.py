@@ -12,16 +12,22 @@ from dataclasses import dataclass
 from typing import Final
 
 from infra.simulator import codes
+from infra.simulator.answers import (
+    IMAGE_METHODS,
+    SOLVE_TIME_FACTOR,
+    SUPPORTED_METHODS,
+    TOKEN_METHODS,
+    image_bytes,
+    make_answer,
+)
 from infra.simulator.config import API_KEY_PATTERN, SimulatorConfig
 from infra.simulator.faults import FaultControl
 from infra.simulator.randomness import SharedRandom
 from infra.simulator.stats import Counters
 from infra.simulator.tasks import Task, TaskRegistry, TaskState
-from infra.simulator.tokens import make_token
 
 logger = logging.getLogger(__name__)
 
-SUPPORTED_METHODS: Final = frozenset({"userrecaptcha", "hcaptcha", "turnstile"})
 REPORT_ACTIONS: Final = frozenset({"reportbad", "reportgood"})
 RES_ACTIONS: Final = frozenset({"get", "getbalance"}) | REPORT_ACTIONS
 MAX_BATCH_IDS: Final = 100
@@ -30,6 +36,9 @@ INJECTED_5XX_STATUSES: Final = (500, 502, 503)
 PROXY_TYPES: Final = frozenset({"HTTP", "HTTPS", "SOCKS4", "SOCKS5"})
 PROXY_PATTERN: Final = re.compile(r"(?:[^:@\s]+:[^@\s]+@)?[^:@\s]+:\d{1,5}")
 TASK_ID_PATTERN: Final = re.compile(r"[0-9]+")
+# in.php's image bounds: ERROR_ZERO_CAPTCHA_FILESIZE under 100 bytes, ERROR_TOO_BIG over 100 kB.
+MIN_IMAGE_BYTES: Final = 100
+MAX_IMAGE_BYTES: Final = 100 * 1024
 
 
 @dataclass(frozen=True)
@@ -156,18 +165,20 @@ class Provider:
     def _create_task(self, params: Mapping[str, str]) -> Task:
         config = self._config
         now = time.time()
-        finishes_at = now + config.real_seconds(self._draw_solve_seconds())
+        method = params["method"]
+        solve_seconds = self._draw_solve_seconds() * SOLVE_TIME_FACTOR.get(method, 1.0)
+        finishes_at = now + config.real_seconds(solve_seconds)
         solved = not self._random.chance(config.unsolvable_rate)
         task_id = self._registry.allocate_id(self._random.integer(1, MAX_ID_GAP))
         task = Task(
             task_id=task_id,
-            method=params["method"],
+            method=method,
             submitted_at=now,
             finishes_at=finishes_at,
             retained_until=finishes_at + config.real_seconds(config.result_retention_seconds),
             reportable_until=finishes_at + config.real_seconds(config.report_window_seconds),
             solved=solved,
-            code=self._solution(task_id) if solved else codes.ERROR_CAPTCHA_UNSOLVABLE,
+            code=self._solution(task_id, params) if solved else codes.ERROR_CAPTCHA_UNSOLVABLE,
             pingback_url=params.get("pingback") or None,
             pingback_method=self._draw_pingback_method(),
         )
@@ -190,9 +201,10 @@ class Provider:
             return self._random.choice(("get", "post"))
         return self._config.pingback_method
 
-    def _solution(self, task_id: str) -> str:
-        return make_token(
-            self._seed, task_id, self._config.token_min_length, self._config.token_max_length
+    def _solution(self, task_id: str, params: Mapping[str, str]) -> str:
+        config = self._config
+        return make_answer(
+            self._seed, task_id, params, config.token_min_length, config.token_max_length
         )
 
     def _get(self, params: Mapping[str, str]) -> Answer:
@@ -254,13 +266,27 @@ def _describe(task: Task, state: TaskState) -> str:
 def _task_parameter_error(params: Mapping[str, str]) -> str | None:
     if params.get("method") not in SUPPORTED_METHODS:
         return codes.ERROR_BAD_PARAMETERS
-    if not (params.get("googlekey") or params.get("sitekey")):
-        return codes.ERROR_GOOGLEKEY
-    if not params.get("pageurl"):
-        return codes.ERROR_PAGEURL
+    kind_error = _kind_parameter_error(params["method"], params)
+    if kind_error is not None:
+        return kind_error
     if "proxy" in params and not _is_valid_proxy(params["proxy"], params.get("proxytype", "HTTP")):
         return codes.ERROR_BAD_PROXY
     return None
+
+
+def _kind_parameter_error(method: str, params: Mapping[str, str]) -> str | None:
+    if method in IMAGE_METHODS:
+        image = image_bytes(params)
+        if image is None or len(image) < MIN_IMAGE_BYTES:
+            return codes.ERROR_ZERO_CAPTCHA_FILESIZE
+        return codes.ERROR_TOO_BIG_CAPTCHA_FILESIZE if len(image) > MAX_IMAGE_BYTES else None
+    if method == "bls":
+        return None if params.get("instructions") else codes.ERROR_BAD_PARAMETERS
+    if method in TOKEN_METHODS and not (params.get("googlekey") or params.get("sitekey")):
+        return codes.ERROR_GOOGLEKEY
+    if method == "geetest" and not (params.get("gt") or params.get("captcha_id")):
+        return codes.ERROR_BAD_PARAMETERS
+    return None if params.get("pageurl") else codes.ERROR_PAGEURL
 
 
 def _is_valid_proxy(proxy: str, proxy_type: str) -> bool:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import email
+import email.policy
 import http
 import json
 import logging
@@ -20,7 +23,8 @@ from infra.simulator.tasks import TaskRegistry
 
 logger = logging.getLogger(__name__)
 
-MAX_BODY_BYTES: Final = 1_000_000
+# BLS sends nine images of up to 100 kB, base64.
+MAX_BODY_BYTES: Final = 2_000_000
 JSON_TYPE: Final = "application/json"
 TEXT_TYPE: Final = "text/plain; charset=utf-8"
 JSON_FLAGS: Final = frozenset({"1", "true"})
@@ -32,6 +36,7 @@ class HttpRequest:
     path: str
     query: Mapping[str, str]
     body: bytes
+    content_type: str = ""
 
 
 @dataclass(frozen=True)
@@ -113,9 +118,28 @@ class SimulatorApp:
 
 
 def _provider_params(request: HttpRequest) -> dict[str, str]:
-    """Query and form fields together; a form field wins over a query field of the same name."""
+    """Query and form fields together; a form field wins over a query field of the same name.
+    A multipart upload's file arrives base64-encoded under its field name (``file``)."""
+    if request.content_type.lower().startswith("multipart/form-data"):
+        return {**request.query, **_multipart_fields(request)}
     form = urllib.parse.parse_qsl(request.body.decode("utf-8", "replace"), keep_blank_values=True)
     return {**request.query, **dict(form)}
+
+
+def _multipart_fields(request: HttpRequest) -> dict[str, str]:
+    head = f"Content-Type: {request.content_type}\r\n\r\n".encode()
+    message = email.message_from_bytes(head + request.body, policy=email.policy.HTTP)
+    fields: dict[str, str] = {}
+    for part in message.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True)
+        if not isinstance(name, str) or not isinstance(payload, bytes):
+            continue
+        if part.get_filename() is not None:
+            fields[name] = base64.b64encode(payload).decode()
+        else:
+            fields[name] = payload.decode("utf-8", "replace")
+    return fields
 
 
 def _answer_reply(answer: Answer, params: Mapping[str, str]) -> HttpReply:
@@ -156,7 +180,9 @@ class SimulatorRequestHandler(BaseHTTPRequestHandler):
             self._send(HttpReply(413, "request body missing a valid length or too large"))
             return
         query = dict(urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
-        reply = self.server.app.handle(HttpRequest(self.command, parts.path, query, body))
+        content_type = self.headers.get("Content-Type", "")
+        request = HttpRequest(self.command, parts.path, query, body, content_type)
+        reply = self.server.app.handle(request)
         logger.debug("%s %s -> %d", self.command, parts.path, reply.status)
         self._send(reply)
 

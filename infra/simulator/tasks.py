@@ -69,6 +69,7 @@ class Task:
             "finished_at": self.finishes_at,
             "finished": now >= self.finishes_at,
             "retrievable_until": self.retained_until,
+            "reportable_until": self.reportable_until,
             "outcome": "solved" if self.solved else "failed",
             "code": self.code,
             "pingback_url": self.pingback_url,

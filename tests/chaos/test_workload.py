@@ -7,6 +7,7 @@ import threading
 import time
 
 from infra.chaos.workload import SubmitLog, run_schedule
+from tests.waiting import wait_until
 
 
 def test_a_slow_stack_stretches_the_schedule_without_piling_up_submits() -> None:
@@ -34,9 +35,10 @@ def test_a_slow_stack_stretches_the_schedule_without_piling_up_submits() -> None
 
 def test_stop_returns_at_once_and_a_submit_still_waiting_never_holds_the_process() -> None:
     release = threading.Event()
+    stuck_for = 30
 
     def stuck_submit(submits: SubmitLog) -> None:
-        release.wait(30)
+        release.wait(stuck_for)
 
     stop = threading.Event()
     schedule = threading.Thread(
@@ -45,9 +47,9 @@ def test_stop_returns_at_once_and_a_submit_still_waiting_never_holds_the_process
         kwargs={"threads": 4},
     )
     schedule.start()
-    time.sleep(0.3)
+    wait_until(lambda: [t for t in threading.enumerate() if t.name.startswith("submit-")], 10)
     stop.set()
-    schedule.join(timeout=2)
+    schedule.join(timeout=stuck_for / 2)  # returned at once: before a stuck submit ever could
     try:
         assert not schedule.is_alive()
         waiting = [t for t in threading.enumerate() if t.name.startswith("submit-")]

@@ -3,7 +3,6 @@ and the unit tests' InMemoryTaskStore."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -26,6 +25,7 @@ from pingback_guard.domain.task import (
     TaskStatus,
 )
 from tests.fakes import InMemoryTaskStore, nonce_for, token_request
+from tests.waiting import run_at_once
 
 REQUEST = token_request(
     "userrecaptcha", "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-", "https://example.test/login"
@@ -225,18 +225,8 @@ def test_unknown_task_reads_as_none(store: TaskStore) -> None:
 def test_concurrent_writers_exactly_one_result_is_stored(store: TaskStore) -> None:
     submit(store, "111")
     codes = [f"03AFcWeA{n}" + "z" * 500 for n in range(8)]
-    outcomes: list[StoreOutcome] = []
-    barrier = threading.Barrier(len(codes))
-
-    def write(code: str) -> None:
-        barrier.wait()
-        outcomes.append(store.record_result(solved("111", code=code)))
-
-    threads = [threading.Thread(target=write, args=(code,)) for code in codes]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    each_code = iter(codes)
+    outcomes = run_at_once(8, lambda: store.record_result(solved("111", code=next(each_code))))
     assert outcomes.count(StoreOutcome.STORED) == 1
     assert outcomes.count(StoreOutcome.CONFLICT) == len(codes) - 1
     task = store.get("111")
@@ -451,18 +441,7 @@ def test_read_through_guard_refuses_unknown_and_finished_tasks(store: TaskStore)
 
 def test_concurrent_read_through_claims_exactly_one_wins(store: TaskStore) -> None:
     submit(store, "126")
-    wins: list[bool] = []
-    barrier = threading.Barrier(8)
-
-    def claim() -> None:
-        barrier.wait()
-        wins.append(store.claim_read_through("126", now=1200.0, interval_seconds=5))
-
-    threads = [threading.Thread(target=claim) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    wins = run_at_once(8, lambda: store.claim_read_through("126", now=1200.0, interval_seconds=5))
     assert wins.count(True) == 1
 
 

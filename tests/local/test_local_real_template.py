@@ -11,7 +11,6 @@ pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(180)]
 PROJECT_TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 
 
-@pytest.mark.skipif(not PROJECT_TEMPLATE.exists(), reason="no template.yaml yet")
 def test_project_template_starts_and_every_function_loads(tmp_path: Path) -> None:
     options = LocalOptions(
         template=PROJECT_TEMPLATE, provider_api_key="local-test-key", run_dir=tmp_path

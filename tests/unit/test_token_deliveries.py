@@ -8,6 +8,7 @@ from pingback_guard.domain.task import (
     TaskResult,
     TokenLifetimes,
 )
+from pingback_guard.kinds.registry import lifetime_seconds
 from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService
 from pingback_guard.logic.replay import ReplayService
@@ -78,9 +79,12 @@ def test_a_failure_is_no_token_delivery() -> None:
 
 
 def test_an_unknown_kind_is_judged_with_the_shortest_lifetime() -> None:
-    lifetimes = TokenLifetimes(recaptcha=120, hcaptcha=90, turnstile=300)
+    lifetimes = TokenLifetimes(
+        recaptcha=120, hcaptcha=90, turnstile=300, geetest=120, cloudflare_challenge=1800
+    )
     result = TaskResult("7", TOKEN, DeliveryPath.CALLBACK, received_at=0.0)
     assert unread_delivery(result, lifetimes, delivered_at=89.9).usable is True
     assert unread_delivery(result, lifetimes, delivered_at=90.0).usable is False
-    assert lifetimes.for_method("geetest") == 90
-    assert lifetimes.for_method("turnstile") == 300
+    assert lifetime_seconds(lifetimes, "funcaptcha") == 90
+    assert lifetime_seconds(lifetimes, "turnstile") == 300
+    assert lifetime_seconds(lifetimes, "base64") is None

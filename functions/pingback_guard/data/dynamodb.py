@@ -36,6 +36,7 @@ from pingback_guard.domain.task import (
     TaskResult,
     TaskStatus,
 )
+from pingback_guard.kinds.registry import lifetime_seconds
 from pingback_guard.settings import TableSettings
 
 if TYPE_CHECKING:
@@ -285,9 +286,15 @@ class DynamoDbTaskStore:
                 due=task.first_poll_at,
                 zero=0,
                 ttl=self._expiry(task.submitted_at),
-                lifetime=self._settings.token_lifetimes.for_method(task.request.method),
+                lifetime=self._lifetime_of(task.request.method),
             ),
         )
+
+    def _lifetime_of(self, method: str) -> float:
+        """An answer without a lifetime of its own (image text) stays usable while it is kept;
+        the API shows its usable_until as null (logic.get_task)."""
+        lifetime = lifetime_seconds(self._settings.token_lifetimes, method)
+        return self._settings.result_ttl_seconds if lifetime is None else lifetime
 
     def _discard_provisional(
         self, task: NewTask, described: Mapping[str, object]

@@ -165,24 +165,31 @@ class ReportAttempt:
 
 @dataclass(frozen=True)
 class TokenLifetimes:
-    """How long a token is usable after the provider finished it, per CAPTCHA kind (seconds)."""
+    """How long an answer is usable after the provider finished it (seconds), per lifetime a
+    kind names (pingback_guard.kinds); each is a template Parameter. Image and BLS answers have
+    none of their own."""
 
     recaptcha: float
     hcaptcha: float
     turnstile: float
+    geetest: float
+    cloudflare_challenge: float
 
-    def for_method(self, method: str) -> float:
-        by_method = {
-            "userrecaptcha": self.recaptcha,
+    def named(self, name: str) -> float:
+        return {
+            "recaptcha": self.recaptcha,
             "hcaptcha": self.hcaptcha,
             "turnstile": self.turnstile,
-        }
-        return by_method.get(method, self.shortest)
+            "geetest": self.geetest,
+            "cloudflare_challenge": self.cloudflare_challenge,
+        }[name]
 
     @property
     def shortest(self) -> float:
         """For a result whose kind is unknown: never call a token fresh that may not be."""
-        return min(self.recaptcha, self.hcaptcha, self.turnstile)
+        return min(
+            self.recaptcha, self.hcaptcha, self.turnstile, self.geetest, self.cloudflare_challenge
+        )
 
 
 def normalise_task_id(raw: object) -> str:

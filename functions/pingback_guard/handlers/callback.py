@@ -24,7 +24,13 @@ from pingback_guard.logic.callback import CallbackOutcome, CallbackService
 from pingback_guard.logic.pingback_request import CallbackRequest, parse_callback
 from pingback_guard.logic.pingback_secrets import CallbackAuthenticator, CapabilityLifetime
 from pingback_guard.logic.results import unread_delivery
-from pingback_guard.observability import emit_delivery, instrumented, logger, metrics
+from pingback_guard.observability import (
+    emit_delivery,
+    instrumented,
+    logger,
+    metrics,
+    note_stored_answer,
+)
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
 from pingback_guard.settings import CallbackSettings
 
@@ -39,11 +45,16 @@ authenticator = CallbackAuthenticator(
 
 
 @cache
+def task_store() -> DynamoDbTaskStore:
+    return DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table)
+
+
+@cache
 def callback_service() -> CallbackService:
     """Made by the first pingback that proves its URL: the AWS clients cost about a third of a
     cold start, and forged, malformed and verification requests never need them."""
     return CallbackService(
-        DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
+        task_store(),
         SqsDeadLetterQueue(aws_clients.sqs_client(), settings.dead_letter_queue_url),
     )
 
@@ -84,6 +95,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return text_response(403, "forbidden")
     if outcome is CallbackOutcome.ACCEPTED:
         emit_delivery(unread_delivery(result, settings.table.token_lifetimes, time.time()))
+        note_stored_answer(task_store(), result)
     # The outcome's metric says this at INFO already; the line is for a DEBUG stage.
     logger.debug("callback handled", extra={"outcome": outcome.value})
     return text_response(200, "OK")

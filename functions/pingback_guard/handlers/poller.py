@@ -15,7 +15,14 @@ from pingback_guard.domain.task import TaskResult
 from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService, SweepReport
 from pingback_guard.logic.results import unread_delivery
-from pingback_guard.observability import emit_delivery, instrumented, logger, metrics, tracer
+from pingback_guard.observability import (
+    emit_delivery,
+    instrumented,
+    logger,
+    metrics,
+    note_stored_answer,
+    tracer,
+)
 from pingback_guard.provider.configured_client import captchaai_client
 from pingback_guard.provider.traced import TracedProvider
 from pingback_guard.settings import PollerSettings, clamped_poller_settings
@@ -26,12 +33,16 @@ for setting_warning in setting_warnings:
 provider = settings.provider
 
 
+store = DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table)
+
+
 def _token_recovered(result: TaskResult) -> None:
     emit_delivery(unread_delivery(result, settings.table.token_lifetimes, time.time()))
+    note_stored_answer(store, result)
 
 
 service = PollerService(
-    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
+    store,
     TracedProvider(captchaai_client(provider), tracer.provider),
     settings.policy,
     SolveTimes(default_seconds=settings.expected_solve_seconds),

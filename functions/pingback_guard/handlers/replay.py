@@ -22,18 +22,28 @@ from pingback_guard.domain.errors import PingbackGuardError
 from pingback_guard.domain.task import TaskResult
 from pingback_guard.logic.replay import RejectedMessageError, ReplayService
 from pingback_guard.logic.results import unread_delivery
-from pingback_guard.observability import emit_delivery, instrumented, logger, metrics
+from pingback_guard.observability import (
+    emit_delivery,
+    instrumented,
+    logger,
+    metrics,
+    note_stored_answer,
+)
 from pingback_guard.settings import ReplaySettings
 
 settings = ReplaySettings.from_env(os.environ)
 
 
+store = DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table)
+
+
 def _token_replayed(result: TaskResult) -> None:
     emit_delivery(unread_delivery(result, settings.table.token_lifetimes, time.time()))
+    note_stored_answer(store, result)
 
 
 service = ReplayService(
-    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
+    store,
     on_token_stored=_token_replayed,
 )
 # A batch whose every record fails is still a partial-failure answer, not a function error:

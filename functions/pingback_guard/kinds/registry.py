@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from pingback_guard.domain.task import CaptchaRequest
+from pingback_guard.domain.task import CaptchaRequest, TokenLifetimes
 from pingback_guard.kinds import (
     bls,
     cloudflare_challenge,
@@ -122,3 +122,12 @@ def _largest_request_bytes() -> int:
 
 
 MAX_REQUEST_BYTES = _largest_request_bytes()
+
+
+def lifetime_seconds(lifetimes: TokenLifetimes, method: str | None) -> float | None:
+    """The method's answer lifetime; None for an answer without one (image text, BLS cells);
+    the shortest for a method the stack does not know (never fresh when it may not be)."""
+    kind = kind_of(method)
+    if kind is None:
+        return lifetimes.shortest
+    return lifetimes.named(kind.lifetime) if kind.lifetime else None

@@ -12,6 +12,7 @@ from typing import Any
 from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.errors import PingbackGuardError, ProviderAccountError
 from pingback_guard.domain.task import DeliveryPath, StoreOutcome, Task, TaskResult, TaskStatus
+from pingback_guard.kinds.registry import kind_of, parse_answer
 from pingback_guard.logic.access import Access, access_of
 from pingback_guard.logic.pacing import MIN_RETRY_AFTER_SECONDS, paced
 from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
@@ -115,7 +116,7 @@ class TaskQuery:
         if access is Access.CLAIM:
             return Lookup(task.claim_view())
         if self._provider is None or self._policy is None:
-            return Lookup(task.view(now))
+            return Lookup(worker_view(task, now))
         self._learn(task, self._policy.solve_times)
         found = self._checked(task, now, self._provider, self._policy)
         # Any read-through outcome means a check was made or claimed just now.
@@ -126,13 +127,14 @@ class TaskQuery:
         self, task: Task, now: float, provider: ProviderClient, policy: ReadThroughPolicy
     ) -> Lookup:
         if not policy.is_due(task, now):
-            return Lookup(task.view(now))
+            return Lookup(worker_view(task, now))
         try:
             return self._read_through(task, now, provider, policy)
         except ProviderAccountError as error:
-            return Lookup(task.view(now), ReadThroughOutcome.ACCOUNT_ERROR, error=str(error))
+            view = worker_view(task, now)
+            return Lookup(view, ReadThroughOutcome.ACCOUNT_ERROR, error=str(error))
         except PingbackGuardError as error:
-            return Lookup(task.view(now), ReadThroughOutcome.ERROR, error=str(error))
+            return Lookup(worker_view(task, now), ReadThroughOutcome.ERROR, error=str(error))
 
     def _read_through(
         self, task: Task, now: float, provider: ProviderClient, policy: ReadThroughPolicy
@@ -140,7 +142,7 @@ class TaskQuery:
         # The conditional write settles the races between callers that the item just read (which
         # said a check is due) cannot see.
         if not self._store.claim_read_through(task.task_id, now, policy.gap(task, now)):
-            return Lookup(task.view(now), ReadThroughOutcome.SKIPPED)
+            return Lookup(worker_view(task, now), ReadThroughOutcome.SKIPPED)
         answer = provider.get_results([task.task_id]).get(task.task_id)
         answered_at = self._clock()
         if answer is None or not answer.is_final:
@@ -148,8 +150,8 @@ class TaskQuery:
                 # Not finished when the provider read the request, which was after `now`: the
                 # earliest bound of a later result never lies after the real finish.
                 self._store.record_not_ready(task.task_id, now)
-                return Lookup(task.view(answered_at), ReadThroughOutcome.NOT_READY)
-            return Lookup(task.view(answered_at), ReadThroughOutcome.NO_ANSWER)
+                return Lookup(worker_view(task, answered_at), ReadThroughOutcome.NOT_READY)
+            return Lookup(worker_view(task, answered_at), ReadThroughOutcome.NO_ANSWER)
         result = TaskResult(
             task.task_id,
             answer.value,
@@ -160,12 +162,12 @@ class TaskQuery:
         outcome = store_result(self._store, result)
         stored = self._store.get(task.task_id) or task
         if outcome is not StoreOutcome.STORED:
-            return Lookup(stored.view(answered_at), ReadThroughOutcome.ALREADY_STORED)
+            return Lookup(worker_view(stored, answered_at), ReadThroughOutcome.ALREADY_STORED)
         if result.is_failure:
-            return Lookup(stored.view(answered_at), ReadThroughOutcome.TASK_FAILED)
+            return Lookup(worker_view(stored, answered_at), ReadThroughOutcome.TASK_FAILED)
         self._learn(stored, policy.solve_times)
         return Lookup(
-            stored.view(answered_at),
+            worker_view(stored, answered_at),
             ReadThroughOutcome.STORED,
             stored_delivery(result, stored, answered_at),
         )
@@ -183,6 +185,23 @@ class TaskQuery:
             self._learned.popitem(last=False)
         earliest = task.finished_at_earliest or task.received_at
         solve_times.observe_window(_method(task), task.submitted_at, earliest, task.received_at)
+
+
+def worker_view(task: Task, now: float) -> dict[str, Any]:
+    """The task as the API returns it: its kind, the answer exactly as sent (``solution``) and
+    parsed for the worker (``answer``; ``answer_fits`` False flags an answer its kind does not
+    expect, still served). An answer without a lifetime of its own (image text, BLS cells) has
+    no usable_until and is usable while kept."""
+    view = task.view(now)
+    kind = kind_of(_method(task))
+    parsed = parse_answer(task.request, task.solution) if task.solution is not None else None
+    view["kind"] = kind.name if kind else None
+    view["answer"] = parsed.fields if parsed else None
+    view["answer_fits"] = parsed.fits if parsed else None
+    if kind is not None and kind.lifetime is None:
+        view["usable_until"] = None
+        view["usable"] = task.solution is not None
+    return view
 
 
 def _method(task: Task) -> str | None:

@@ -13,6 +13,25 @@ from pingback_guard.domain.task import (
     TaskResult,
     TokenLifetimes,
 )
+from pingback_guard.kinds.base import ParsedAnswer
+from pingback_guard.kinds.registry import kind_of, parse_answer
+
+
+@dataclass(frozen=True)
+class JudgedAnswer:
+    """A stored answer read against its task's kind: ``fits`` False flags an answer the kind
+    does not expect. The answer stays stored and served as sent either way."""
+
+    kind: str | None
+    parsed: ParsedAnswer
+
+
+def judged_answer(store: TaskStore, result: TaskResult) -> JudgedAnswer:
+    """One read of the task, for its kind."""
+    task = store.get(result.task_id)
+    request = task.request if task else None
+    kind = kind_of(request.method if request else None)
+    return JudgedAnswer(kind.name if kind else None, parse_answer(request, result.code))
 
 
 def store_result(store: TaskStore, result: TaskResult) -> StoreOutcome:

@@ -23,6 +23,8 @@ class ExitCode(IntEnum):
     ACCESS_DENIED = 5
     NOT_FOUND = 6
     UNREACHABLE = 7
+    NEEDS_ATTENTION = 8
+    """`status` and `preflight`: the command worked and found something to act on."""
 
 
 class CliFailure(Exception):

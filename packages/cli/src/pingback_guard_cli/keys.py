@@ -18,10 +18,10 @@ from urllib.parse import urlsplit
 
 import click
 from botocore.exceptions import ClientError
-from rich.console import Console
 from rich.table import Table
 
 from pingback_guard_cli.errors import CliFailure, ExitCode
+from pingback_guard_cli.output import console, json_option, print_json
 from pingback_guard_cli.stack import Aws, Stack
 
 KEYS_OUTPUT = "WorkerKeysTableName"
@@ -170,13 +170,17 @@ def keys_list(context: HasStack, as_json: bool) -> None:
             _when(record.created_at),
             _when(record.revoked_at),
         )
-    Console(highlight=False, width=160).print(table if records else "no keys")
+    console().print(table if records else "no keys")
 
 
 @keys_group.command("revoke")
 @click.argument("key_id")
+@json_option
 @click.pass_obj
-def keys_revoke(context: HasStack, key_id: str) -> None:
+def keys_revoke(context: HasStack, key_id: str, as_json: bool) -> None:
     """Revoke the key KEY_ID: from the next request it gets ERROR_KEY_DOES_NOT_EXIST."""
     record = revoke(context.aws, context.stack, key_id)
+    if as_json:
+        print_json(asdict(record))
+        return
     click.echo(f"revoked key {record.key_id} of {record.owner} at {_when(record.revoked_at)} UTC")

@@ -1,44 +1,45 @@
-"""pingback-guard: the operator's view of one stack (deployed, or local via --endpoint-url)."""
+"""pingback-guard: the operator's view of one stack (deployed, or local via --endpoint-url).
+
+Each command group lives in its own module and is added to `cli` at the bottom of this file.
+"""
 
 from __future__ import annotations
 
-import datetime
-import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from importlib.metadata import version
 
 import boto3
 import click
-from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from pingback_guard_cli import keys, queues, secret, status, tasks
+from pingback_guard_cli.context import Context
 from pingback_guard_cli.errors import ExitCode, failure_of
-from pingback_guard_cli.stack import Aws, Stack, find_stack
+from pingback_guard_cli.output import (
+    cell,
+    console,
+    duration,
+    json_option,
+    print_json,
+    table,
+    when,
+)
+from pingback_guard_cli.stack import Aws
 
 DEFAULT_STACK = "pingback-guard-dev"
+EXIT_CODES = (
+    "Exit codes: 0 ok; 1 failed or refused; 2 usage; 3 stack not found; 4 no credentials;"
+    " 5 missing permission; 6 task not found; 7 endpoint unreachable; 8 the command worked and"
+    " found something that needs attention (status, preflight)."
+)
 
 
-@dataclass
-class Context:
-    aws: Aws
-    stack_name: str
-    _stack: Stack | None = None
-
-    @property
-    def stack(self) -> Stack:
-        if self._stack is None:
-            self._stack = find_stack(self.aws, self.stack_name)
-        return self._stack
-
-
-def _console() -> Console:
-    return Console(highlight=False, width=max(100, Console().width))
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=EXIT_CODES,
+)
+@click.version_option(version("pingback-guard-cli"), "--version", prog_name="pingback-guard")
 @click.option(
     "--stack-name",
     "-s",
@@ -64,8 +65,7 @@ def cli(
 ) -> None:
     """Operate a pingback-guard stack: health, tasks, dead-letter and parking queues, secret.
 
-    Exit codes: 0 ok, 1 failed, 2 usage, 3 stack not found, 4 no credentials,
-    5 missing permission, 6 task not found, 7 endpoint unreachable.
+    Every command takes --json (the same fields as its table, for scripts).
     """
     session = ctx.obj if isinstance(ctx.obj, boto3.Session) else None
     if session is None:
@@ -74,41 +74,53 @@ def cli(
 
 
 @cli.command("status")
-@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+@json_option
 @click.pass_obj
 def status_command(context: Context, as_json: bool) -> None:
-    """Queues, alarms, PENDING/due tasks, last hour.
+    """Queues, alarms, PENDING/due tasks, last hour; exit 8 when something needs attention.
 
-    Depth and oldest-message age of the dead-letter and parking queues, alarms in ALARM,
-    PENDING and due counts from the due index (Query, never Scan) and the last hour's
-    recovered/expired/conflict/503 counts from CloudWatch.
+    Depth, in-flight count and oldest-message age of the dead-letter and parking queues, alarms
+    in ALARM, PENDING and due counts from the due index (Query, never Scan) and the last hour's
+    recovered/expired/conflict/503 counts from CloudWatch. Needs attention: an alarm in ALARM,
+    or a message waiting in either queue.
     """
     found = status.read_status(context.aws, context.stack)
     if as_json:
-        click.echo(json.dumps(found.to_json(), indent=2))
-        return
-    console = _console()
+        print_json(found.to_json())
+    else:
+        _print_status(found)
+    if not found.healthy:
+        raise click.exceptions.Exit(int(ExitCode.NEEDS_ATTENTION))
+
+
+def _print_status(found: status.Status) -> None:
+    out = console()
     verdict = "[green]healthy[/]" if found.healthy else "[red]needs attention[/]"
-    console.print(f"stack [bold]{found.stack}[/]: {verdict}")
-    queue_table = Table("queue", "visible", "in flight", "oldest message", title="queues")
+    out.print(f"stack [bold]{found.stack}[/]: {verdict}")
+    for reason in found.attention:
+        out.print(f"  - {reason}")
+    queue_table = table(
+        "queue", "visible", "in flight", "oldest message", title="queues",
+        numeric=("visible", "in flight", "oldest message"),
+    )  # fmt: skip
     for queue in found.queues:
         queue_table.add_row(
             queue.name,
             _warn(queue.visible),
-            str(queue.in_flight),
-            _age(queue.oldest_age_seconds),
+            cell(queue.in_flight),
+            _age(queue.oldest_age_seconds, queue.visible),
         )
-    console.print(queue_table)
-    tasks_table = Table("PENDING", "due now", title="due index")
-    tasks_table.add_row(str(found.pending), str(found.due))
-    console.print(tasks_table)
-    hour = Table(*found.last_hour, title="last hour (CloudWatch)")
-    hour.add_row(*(_warn(int(value)) for value in found.last_hour.values()))
-    console.print(hour)
+    out.print(queue_table)
+    due_table = table("PENDING", "due now", title="due index", numeric=("PENDING", "due now"))
+    due_table.add_row(cell(found.pending), cell(found.due))
+    out.print(due_table)
+    hour = table(*found.last_hour, title="last hour (CloudWatch)", numeric=tuple(found.last_hour))
+    hour.add_row(*(_count(value) for value in found.last_hour.values()))
+    out.print(hour)
     alarms = ", ".join(found.alarms_in_alarm) or "none"
-    console.print(
-        f"alarms in ALARM: {'[red]' + alarms + '[/]' if found.alarms_in_alarm else alarms}"
-    )
+    out.print(f"alarms in ALARM: {'[red]' + alarms + '[/]' if found.alarms_in_alarm else alarms}")
+    for note in found.notes:
+        out.print(f"[dim]note: {note}[/]")
 
 
 @cli.group("task")
@@ -118,18 +130,38 @@ def task_group() -> None:
 
 @task_group.command("show")
 @click.argument("task_id")
-@click.option("--show-token", is_flag=True, help="Print the token (it is a credential: take care).")
+@click.option(
+    "--show-token",
+    is_flag=True,
+    help="Print the token and the pingback URL whole (credentials: take care).",
+)
+@json_option
 @click.pass_obj
-def task_show(context: Context, task_id: str, show_token: bool) -> None:
-    """The task as the table holds it (token hidden).
+def task_show(context: Context, task_id: str, show_token: bool, as_json: bool) -> None:
+    """The task as the table holds it (token and pingback URL hidden).
 
-    The token is shown only with --show-token.
+    Times are shown in UTC with how long ago (or how far ahead) they are; with --json they stay
+    epoch seconds. With --show-token the secret values are printed whole, each on its own line
+    below the table, never cut to the terminal's width.
     """
     record = tasks.task_record(context.aws, context.stack, task_id, show_token)
-    table = Table("attribute", "value", title=f"task {task_id}")
+    if as_json:
+        print_json(record)
+        return
+    now = time.time()
+    grid = table("attribute", "value", title=f"task {task_id}")
+    shown_below = {}
     for name, value in record.items():
-        table.add_row(name, _when(name, value))
-    _console().print(table)
+        if show_token and name in tasks.SECRET_ATTRIBUTES and isinstance(value, str):
+            shown_below[name] = value
+            grid.add_row(name, Text(f"{len(value)} characters, printed whole below"))
+        elif isinstance(value, int | float) and tasks.is_moment(name):
+            grid.add_row(name, Text(when(value, now)))
+        else:
+            grid.add_row(name, cell(value))
+    console().print(grid)
+    for name, value in shown_below.items():
+        click.echo(f"{name}: {value}")
 
 
 @cli.group("dlq")
@@ -140,15 +172,23 @@ def dlq_group() -> None:
     """
 
 
-@dlq_group.command("peek")
-@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 100))
-@click.pass_obj
-def dlq_peek(context: Context, limit: int) -> None:
-    """Show messages without consuming them.
+_PEEK_EFFECT = (
+    "A peek receives each message it shows and makes it visible again at once: that receive adds 1"
+    " to the message's receive count, and at the queue's MaxReceiveCount SQS moves the message on"
+    " (dead-letter -> parking queue). Nothing is deleted. Messages in flight (being replayed, or"
+    " received by another peek) cannot be read until their visibility timeout ends; they are"
+    " counted, not shown. Tokens are never shown."
+)
 
-    Tokens are never shown. A peek counts as a receive toward MaxReceiveCount.
-    """
-    _print_peek(queues.peek(context.aws, context.stack.output("DeadLetterQueueUrl"), limit))
+
+@dlq_group.command("peek", epilog=_PEEK_EFFECT)
+@click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 100))
+@json_option
+@click.pass_obj
+def dlq_peek(context: Context, limit: int, as_json: bool) -> None:
+    """Show waiting messages; each peek counts as one receive (see below)."""
+    url = context.stack.output("DeadLetterQueueUrl")
+    _print_peek("dead-letter", queues.peek(context.aws, url, limit), as_json)
 
 
 @cli.group("parking")
@@ -159,18 +199,21 @@ def parking_group() -> None:
     """
 
 
-@parking_group.command("peek")
+@parking_group.command("peek", epilog=_PEEK_EFFECT)
 @click.option("--limit", default=10, show_default=True, type=click.IntRange(1, 100))
+@json_option
 @click.pass_obj
-def parking_peek(context: Context, limit: int) -> None:
-    """Show parked messages without consuming them (tokens never shown)."""
-    _print_peek(queues.peek(context.aws, context.stack.output("ParkingQueueUrl"), limit))
+def parking_peek(context: Context, limit: int, as_json: bool) -> None:
+    """Show parked messages; each peek counts as one receive (see below)."""
+    url = context.stack.output("ParkingQueueUrl")
+    _print_peek("parking", queues.peek(context.aws, url, limit), as_json)
 
 
 @parking_group.command("redrive")
 @click.option("--per-second", default=10, show_default=True, type=click.IntRange(1, 500))
+@json_option
 @click.pass_obj
-def parking_redrive(context: Context, per_second: int) -> None:
+def parking_redrive(context: Context, per_second: int, as_json: bool) -> None:
     """Move parked messages back to the dead-letter queue.
 
     Replay takes them again. On AWS an SQS message move task; where the endpoint lacks
@@ -180,7 +223,9 @@ def parking_redrive(context: Context, per_second: int) -> None:
     done = queues.redrive(
         context.aws, stack.output("ParkingQueueUrl"), stack.output("DeadLetterQueueUrl"), per_second
     )
-    if done.method == "message-move-task":
+    if as_json:
+        print_json(done.to_json())
+    elif done.method == "message-move-task":
         click.echo(
             f"SQS message move task started (handle {done.task_handle}); "
             "progress: aws sqs list-message-move-tasks"
@@ -194,8 +239,9 @@ def parking_redrive(context: Context, per_second: int) -> None:
 
 @parking_group.command("purge")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@json_option
 @click.pass_obj
-def parking_purge(context: Context, yes: bool) -> None:
+def parking_purge(context: Context, yes: bool, as_json: bool) -> None:
     """Delete every parked message (asks first).
 
     Their results are lost unless the poller recovers them from res.php.
@@ -205,71 +251,123 @@ def parking_purge(context: Context, yes: bool) -> None:
         click.confirm(
             f"Purge every message of the parking queue of {context.stack_name}?", abort=True
         )
-    click.echo(f"purged the parking queue ({queues.purge(context.aws, url)} message(s) held)")
+    held = queues.purge(context.aws, url)
+    if as_json:
+        print_json({"purged": True, "messages_held": held})
+    else:
+        click.echo(f"purged the parking queue ({held} message(s) held)")
 
 
-@cli.group("secret")
+@cli.group("secret", epilog=f"The retirement rule: {secret.RETIREMENT_RULE}.")
 def secret_group() -> None:
-    """The callback secret."""
+    """The callback secret (current and previous, both accepted)."""
 
 
 @secret_group.command("rotate")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Rotate even though a previous secret is still accepted: it is dropped at once.",
+)
+@json_option
 @click.pass_obj
-def secret_rotate(context: Context) -> None:
-    """New current secret, old one kept as previous.
+def secret_rotate(context: Context, force: bool, as_json: bool) -> None:
+    """New current secret, old current kept as previous (still accepted). Prints no secret.
 
-    The callback accepts both until the previous one is retired. Prints no secret.
+    Refused while a previous secret is set (rotating would drop it), unless --force.
     """
-    done = secret.rotate(context.aws, context.stack)
-    replaced = " (the former previous one is no longer accepted)" if done.had_previous else ""
+    done = secret.rotate(context.aws, context.stack, force)
+    if as_json:
+        print_json(done.to_json())
+        return
+    retire = f" (after {when(done.retire_after, time.time())})" if done.retire_after else ""
     click.echo(
         f"rotated the callback secret: new version {done.version_id}; the old current secret is "
-        f"now previous and still accepted{replaced}. Retire it after RetentionSeconds + 5 min."
+        f"now previous and still accepted. Then {secret.RETIREMENT_RULE}{retire}: "
+        "pingback-guard secret retire."
     )
 
 
-cli.add_command(keys.keys_group)
+@secret_group.command("retire")
+@click.option("--force", is_flag=True, help="Retire now, before the rule allows (a leaked secret).")
+@json_option
+@click.pass_obj
+def secret_retire(context: Context, force: bool, as_json: bool) -> None:
+    """Stop accepting the previous secret. Prints no secret.
 
-
-def _print_peek(messages: list[queues.PeekedMessage]) -> None:
-    table = Table("message id", "receives", "sent", "kind", "task id", "reason", title="messages")
-    for message in messages:
-        table.add_row(
-            message.message_id,
-            str(message.receive_count),
-            _timestamp(message.sent_at),
-            str(message.fields.get("kind", "")),
-            str(message.fields.get("task_id", "")),
-            str(message.fields.get("reason", "")),
+    Refused before the retirement rule allows it, unless --force.
+    """
+    retired = secret.retire(context.aws, context.stack, force)
+    if as_json:
+        print_json({"retired": retired})
+    elif retired:
+        click.echo(
+            "retired the previous callback secret: pingback URLs made under it now get 403 "
+            f"(within {secret.SECRET_CACHE_SECONDS} s, the functions' secret cache)"
         )
-    _console().print(table if messages else "no messages")
+    else:
+        click.echo("no previous secret to retire")
 
 
-def _warn(value: int) -> str:
-    return f"[red]{value}[/]" if value else str(value)
+def _print_peek(queue_name: str, found: queues.Peek, as_json: bool) -> None:
+    if as_json:
+        print_json({"queue": queue_name, **found.to_json()})
+        return
+    out = console()
+    now = time.time()
+    if found.messages:
+        grid = table(
+            "message id", "receives", "sent", "kind", "task id", "reason",
+            title=f"{queue_name} queue: messages (receive counts include this peek)",
+            numeric=("receives",),
+        )  # fmt: skip
+        for message in found.messages:
+            grid.add_row(
+                Text(message.message_id, no_wrap=True),
+                cell(message.receive_count),
+                Text(when(message.sent_at, now)) if message.sent_at else cell(None),
+                cell(message.fields.get("kind")),
+                cell(message.fields.get("task_id")),
+                cell(message.fields.get("reason")),
+            )
+        out.print(grid)
+    else:
+        out.print(f"{queue_name} queue: no visible message to show")
+    limit = found.max_receive_count
+    moved_at = f"; moved on at {limit} receives" if limit else ""
+    out.print(
+        f"{len(found.messages)} shown of {found.visible} visible; {found.in_flight} in flight"
+        f" (being replayed or received by another reader: not readable now){moved_at}."
+        " This peek added 1 to the receive count of each message shown."
+    )
 
 
-def _age(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds:.0f} s"
+def _warn(value: int) -> Text:
+    shown = cell(value)
+    if value:
+        shown.stylize("red")
+    return shown
 
 
-def _timestamp(epoch: float | None) -> str:
-    if epoch is None:
-        return "-"
-    return datetime.datetime.fromtimestamp(epoch, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+def _count(value: float | None) -> Text:
+    return Text("no data", justify="right") if value is None else _warn(int(value))
 
 
-def _when(name: str, value: Any) -> str:
-    if isinstance(value, int | float) and name.endswith(("_at", "_after", "_until")):
-        ago = time.time() - value
-        return f"{_timestamp(value)} UTC ({ago:+.0f} s ago)"
-    return str(value)
+def _age(seconds: float | None, visible: int) -> Text:
+    if seconds is not None:
+        return Text(duration(seconds), justify="right")
+    return Text("no data" if visible else "-", justify="right")
+
+
+# Command groups defined in their own modules.
+cli.add_command(keys.keys_group)
 
 
 def run(argv: Sequence[str] | None = None, session: boto3.Session | None = None) -> int:
     """The console script; `session` lets tests give their own boto3 session."""
     try:
-        cli.main(
+        # Not standalone: click returns the code a command exits with (status's 8, --version's 0).
+        exited = cli.main(
             args=list(argv) if argv is not None else None,
             prog_name="pingback-guard",
             obj=session,
@@ -285,4 +383,4 @@ def run(argv: Sequence[str] | None = None, session: boto3.Session | None = None)
         failure = failure_of(error)
         click.echo(f"error: {failure}", err=True)
         return int(failure.code)
-    return int(ExitCode.OK)
+    return exited if isinstance(exited, int) else int(ExitCode.OK)

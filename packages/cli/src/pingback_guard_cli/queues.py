@@ -23,13 +23,62 @@ _MISSING_OPERATION_CODES = frozenset(
 class PeekedMessage:
     message_id: str
     receive_count: int
+    """SQS's ApproximateReceiveCount, this peek's receive included."""
     sent_at: float | None
     fields: dict[str, Any]
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "message_id": self.message_id,
+            "receive_count": self.receive_count,
+            "sent_at": self.sent_at,
+            **{name: self.fields.get(name) for name in _SHOWN_FIELDS},
+        }
 
-def peek(aws: Aws, queue_url: str, limit: int) -> list[PeekedMessage]:
-    """Up to `limit` messages, made visible again at once (a peek still counts as a receive)."""
+
+@dataclass(frozen=True)
+class Peek:
+    visible: int
+    in_flight: int
+    """Received by someone (ReplayFunction, another peek) and not visible yet: a peek cannot
+    read them."""
+    max_receive_count: int | None
+    """The queue's redrive policy: at this many receives SQS moves a message on (None: never)."""
+    messages: list[PeekedMessage]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "visible": self.visible,
+            "in_flight": self.in_flight,
+            "max_receive_count": self.max_receive_count,
+            "messages": [message.to_json() for message in self.messages],
+        }
+
+
+def peek(aws: Aws, queue_url: str, limit: int) -> Peek:
+    """The queue's counts, and up to `limit` visible messages, made visible again at once.
+
+    Each message read is a receive: it adds one to the message's receive count.
+    """
     sqs = aws.client("sqs")
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=queue_url,
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "RedrivePolicy",
+        ],
+    )["Attributes"]
+    policy = json.loads(attributes.get("RedrivePolicy") or "{}")
+    return Peek(
+        visible=int(attributes.get("ApproximateNumberOfMessages", 0)),
+        in_flight=int(attributes.get("ApproximateNumberOfMessagesNotVisible", 0)),
+        max_receive_count=int(policy["maxReceiveCount"]) if "maxReceiveCount" in policy else None,
+        messages=_receive_and_release(sqs, queue_url, limit),
+    )
+
+
+def _receive_and_release(sqs: Any, queue_url: str, limit: int) -> list[PeekedMessage]:
     found: dict[str, PeekedMessage] = {}
     handles: list[str] = []
     while len(found) < limit:
@@ -73,6 +122,9 @@ class Redrive:
     """"message-move-task" (SQS moves them) or "receive-send-delete" (moved here, one by one)."""
     task_handle: str | None
     moved: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"method": self.method, "task_handle": self.task_handle, "moved": self.moved}
 
 
 def redrive(aws: Aws, source_url: str, destination_url: str, per_second: int) -> Redrive:

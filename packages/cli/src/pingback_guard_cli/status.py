@@ -19,6 +19,16 @@ HOURLY_METRICS = {
 _QUEUE_OUTPUTS = {"dead-letter": "DeadLetterQueueUrl", "parking": "ParkingQueueUrl"}
 
 
+NO_QUEUE_METRICS = (
+    "oldest message: no CloudWatch datapoint in the last 10 min (a local endpoint such as moto"
+    " keeps no AWS/SQS metrics)"
+)
+NO_CUSTOM_METRICS = (
+    f"last hour: CloudWatch has no {METRICS_NAMESPACE} metric at all (a local endpoint such as"
+    " moto keeps none, or nothing was counted in the last two weeks), so no figure"
+)
+
+
 @dataclass(frozen=True)
 class QueueState:
     name: str
@@ -35,14 +45,41 @@ class Status:
     alarms_in_alarm: list[str]
     pending: int
     due: int
-    last_hour: dict[str, float]
+    last_hour: dict[str, float | None]
+    """None: the endpoint has no such metric at all (see notes)."""
+
+    @property
+    def attention(self) -> list[str]:
+        """Why the stack needs its operator; empty when healthy."""
+        reasons = [f"alarm {name} is in ALARM" for name in self.alarms_in_alarm]
+        reasons += [
+            f"{queue.visible} message(s) waiting in the {queue.name} queue"
+            for queue in self.queues
+            if queue.visible
+        ]
+        return reasons
 
     @property
     def healthy(self) -> bool:
-        return not self.alarms_in_alarm and not any(q.visible for q in self.queues)
+        return not self.attention
+
+    @property
+    def notes(self) -> list[str]:
+        """Figures the endpoint could not give, and why."""
+        notes = []
+        if any(q.visible and q.oldest_age_seconds is None for q in self.queues):
+            notes.append(NO_QUEUE_METRICS)
+        if any(value is None for value in self.last_hour.values()):
+            notes.append(NO_CUSTOM_METRICS)
+        return notes
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "healthy": self.healthy}
+        return {
+            **asdict(self),
+            "healthy": self.healthy,
+            "attention": self.attention,
+            "notes": self.notes,
+        }
 
 
 def read_status(aws: Aws, stack: Stack, now: float | None = None) -> Status:
@@ -130,7 +167,11 @@ def _count(client: Any, table: str, condition: str, values: dict[str, Any]) -> i
         request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
-def hourly_counts(aws: Aws, now: float) -> dict[str, float]:
+def hourly_counts(aws: Aws, now: float) -> dict[str, float | None]:
+    """Each label's sum over the last hour; None for all when the namespace has no metric."""
+    cloudwatch = aws.client("cloudwatch")
+    if not cloudwatch.list_metrics(Namespace=METRICS_NAMESPACE).get("Metrics"):
+        return dict.fromkeys(HOURLY_METRICS)
     queries = [
         {
             "Id": f"m{index}",
@@ -147,7 +188,7 @@ def hourly_counts(aws: Aws, now: float) -> dict[str, float]:
         }
         for index, metric in enumerate(_all_metrics())
     ]
-    answer = aws.client("cloudwatch").get_metric_data(
+    answer = cloudwatch.get_metric_data(
         MetricDataQueries=queries, StartTime=_utc(now - 3600), EndTime=_utc(now)
     )
     metric_of = {query["Id"]: metric for query, metric in zip(queries, _all_metrics(), strict=True)}

@@ -10,6 +10,7 @@ from pingback_guard_cli.errors import CliFailure, ExitCode
 from pingback_guard_cli.stack import Aws, Stack
 
 SECRET_ATTRIBUTES = ("solution", "pingback_url")
+_MOMENT_SUFFIXES = ("_at", "_after", "_until")
 _deserializer = TypeDeserializer()
 
 
@@ -30,6 +31,11 @@ def task_record(aws: Aws, stack: Stack, task_id: str, show_token: bool) -> dict[
             if isinstance(record.get(name), str):
                 record[name] = f"<hidden, {len(record[name])} characters; --show-token shows it>"
     return record
+
+
+def is_moment(name: str) -> bool:
+    """Attributes holding epoch seconds (submitted_at, usable_until, ...)."""
+    return name.endswith(_MOMENT_SUFFIXES)
 
 
 def _plain(value: Any) -> Any:

@@ -22,6 +22,7 @@ from pingback_guard_client.errors import (
     ServiceUnavailable,
     TaskNotFound,
 )
+from pingback_guard_client.kinds import KindCalls
 from pingback_guard_client.models import PingbackUrl, Solution, TaskView
 from pingback_guard_client.signing import NoCredentials, signed_session
 from pingback_guard_client.transport import (
@@ -55,7 +56,7 @@ class RetryPolicy:
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
 
-class Client:
+class Client(KindCalls):
     """A worker's view of one pingback-guard stack.
 
     Client(api_url)  # SigV4 with the default AWS credential chain; region from the URL or config
@@ -114,15 +115,20 @@ class Client:
         """submit(), and the seconds until a first look is worthwhile (None: not said): pass
         them to wait() as ``first_look_after``."""
         body = {"method": method, "sitekey": sitekey, "page_url": page_url, "extras": extras}
-        answer = self._call("POST", "/tasks", body, resend_unanswered=False)
+        return self.submit_document(body)
+
+    def submit_document(self, document: Mapping[str, Any]) -> tuple[str, float | None]:
+        """submit_paced() of a whole request document (in.php fields, or the SDK's names for
+        them), as the per-kind calls (normal, geetest, ...) build it."""
+        answer = self._call("POST", "/tasks", document, resend_unanswered=False)
         if answer.status == 503 and _field(answer, "task_id"):
             # The provider took the task but the stack could not record it: never submit twice.
             raise ServiceUnavailable(
                 "accepted by the provider but not recorded", task_id=_field(answer, "task_id")
             )
-        document = self._expect(answer, 202, 200)
-        retry_after = document.get("retry_after")
-        return str(document["task_id"]), None if retry_after is None else float(retry_after)
+        accepted = self._expect(answer, 202, 200)
+        retry_after = accepted.get("retry_after")
+        return str(accepted["task_id"]), None if retry_after is None else float(retry_after)
 
     def task(self, task_id: str) -> TaskView:
         """The task as the stack sees it now (for an overdue task the stack asks res.php first)."""

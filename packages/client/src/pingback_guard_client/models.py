@@ -31,6 +31,11 @@ class TaskView:
     """PENDING only: when the stack next checks res.php itself (epoch seconds, its clock)."""
     retry_after: float | None = None
     """PENDING only: seconds until a look is worthwhile (the stack's next check)."""
+    kind: str | None = None
+    answer: dict[str, Any] | None = field(default=None, repr=False)
+    """The answer parsed for its kind (GeeTest fields, grid cells, coordinates, text...)."""
+    answer_fits: bool | None = None
+    """False: the answer is not shaped as its kind's usually are (still the provider's answer)."""
 
     @property
     def is_final(self) -> bool:
@@ -59,6 +64,9 @@ class TaskView:
             reported=_optional_str(document.get("reported")),
             next_check_at=_optional_float(document.get("next_check_at")),
             retry_after=_optional_float(document.get("retry_after")),
+            kind=_optional_str(document.get("kind")),
+            answer=_optional_dict(document.get("answer")),
+            answer_fits=_optional_bool(document.get("answer_fits")),
         )
 
 
@@ -74,6 +82,16 @@ class Solution:
     finished_at_latest: float
     usable_until: float | None
     """None when the stack does not say (then only the worker's own knowledge of the kind helps)."""
+    kind: str | None = None
+    answer: dict[str, Any] | None = field(default=None, repr=False)
+    """The answer parsed for its kind: {"text": ...}, {"type": "grid", "cells": [...]},
+    GeeTest's fields, {"cf_clearance": ..., "user_agent": ...}; ``raw`` is the answer as sent."""
+    answer_fits: bool | None = None
+
+    @property
+    def raw(self) -> str:
+        """The provider's answer exactly as it sent it (the same text as ``token``)."""
+        return self.token
 
     @property
     def age(self) -> float:
@@ -98,6 +116,9 @@ class Solution:
             finished_at_earliest=view.finished_at_earliest or latest,
             finished_at_latest=latest,
             usable_until=view.usable_until,
+            kind=view.kind,
+            answer=view.answer,
+            answer_fits=view.answer_fits,
         )
 
 
@@ -115,6 +136,10 @@ def _optional_str(value: Any) -> str | None:
 
 def _optional_float(value: Any) -> float | None:
     return None if value is None else float(value)
+
+
+def _optional_dict(value: Any) -> dict[str, Any] | None:
+    return dict(value) if isinstance(value, dict) else None
 
 
 def _optional_bool(value: Any) -> bool | None:

@@ -1,0 +1,140 @@
+"""Every headline with a target says MISSED when its figure misses it, not only "met" on the
+figures a good run gives: each section's outcome is built here from made-up measurements."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from bench.aws_counting import CallTally
+from bench.cold_start import TARGET_RATIO, BundleSize, ColdStarts
+from bench.cold_start import _outcome as cold_start_outcome
+from bench.freshness import freshness_outcome
+from bench.outcome import Headline, SectionOutcome
+from bench.poller_reads import DUE_TASKS, ItemLayouts, SweepReads
+from bench.poller_reads import _outcome as poller_reads_outcome
+from bench.table_paths import PathMeasurements, PathResult, table_paths_outcome
+from infra.local.calls import AwsCall
+from tests.bench.test_freshness_figures import phase
+
+
+def verdicts(outcome: SectionOutcome) -> dict[str, str]:
+    return {headline.figure: headline.verdict for headline in outcome.headlines if headline.target}
+
+
+def only_verdict(outcome: SectionOutcome) -> str:
+    (verdict,) = verdicts(outcome).values()
+    return verdict
+
+
+@pytest.mark.parametrize(
+    ("worst", "expected"), [(TARGET_RATIO, "met"), (TARGET_RATIO + 0.01, "MISSED")]
+)
+def test_cold_start_is_judged_on_the_worst_handler(worst: float, expected: str) -> None:
+    data = {"callback": {"ratio_to_boto3": 1.0}, "poller": {"ratio_to_boto3": worst}}
+    bundle = BundleSize("build", 1, 1, 1, [])
+    outcome = cold_start_outcome(0.3, ColdStarts(), [], data, {}, bundle)
+    assert only_verdict(outcome) == expected
+
+
+def sweep(items_read: int, due_found: int = DUE_TASKS) -> SweepReads:
+    return SweepReads(requests=8, items_read=items_read, due_found=due_found, read_units=1.0)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        (sweep(DUE_TASKS), "met"),
+        (sweep(DUE_TASKS + 1), "MISSED"),  # read an item that was not due
+        (sweep(DUE_TASKS, due_found=DUE_TASKS - 1), "MISSED"),  # missed a due task
+    ],
+)
+def test_poller_reads_miss_on_an_extra_read_or_a_missed_due_task(
+    query: SweepReads, expected: str
+) -> None:
+    layouts = ItemLayouts(solved={}, failed={}, pending={})
+    outcome = poller_reads_outcome(query, sweep(10 * DUE_TASKS), 1000.0, layouts)
+    assert only_verdict(outcome) == expected
+
+
+def table_call(operation: str) -> AwsCall:
+    return AwsCall(
+        function="CallbackFunction",
+        service="dynamodb",
+        operation=operation,
+        outcome="ok",
+        time=0.0,
+        duration_ms=1.0,
+    )
+
+
+def measurements(first_callback: list[str]) -> PathMeasurements:
+    one_write = [table_call("UpdateItem")]
+    paths = {
+        name: PathResult(name, tasks=1, tally=CallTally(one_write))
+        for name in (
+            "callback_duplicate",
+            "dead_letter_callback",
+            "dead_letter_replay",
+            "poll_recovery",
+        )
+    }
+    tally = CallTally([table_call(operation) for operation in first_callback])
+    paths["callback_first"] = PathResult("callback_first", tasks=1, tally=tally)
+    return PathMeasurements(paths, {}, {}, 0, set())
+
+
+@pytest.mark.parametrize(
+    ("calls", "expected"),
+    [
+        (["UpdateItem"], "met"),
+        (["UpdateItem", "UpdateItem"], "MISSED"),
+        (["GetItem", "UpdateItem"], "MISSED"),
+    ],
+)
+def test_a_first_callback_must_cost_one_write_and_no_read(calls: list[str], expected: str) -> None:
+    assert only_verdict(table_paths_outcome(measurements(calls))) == expected
+
+
+def freshness_verdicts(**ages: list[float | None]) -> dict[str, str]:
+    """Phases of the defaults; `ages` overrides the lost phases' true token ages."""
+    phases = [
+        phase(variant, lost, ages.get(variant, [5.0, 25.0]) if lost else [1.0, 2.0])
+        for variant in ("defaults_ids", "defaults_single")
+        for lost in (False, True)
+    ]
+    return verdicts(freshness_outcome(phases, lifetime=120.0))
+
+
+AGE = "every pingback lost: p95 token age when the worker has it, ids= on / off"
+EXTRA = "no pingback lost: extra res.php requests per task, ids= on / off"
+WRONG = "tokens GET called usable that were not (all phases)"
+
+
+def test_freshness_misses_the_age_target_when_either_variant_is_slow() -> None:
+    assert freshness_verdicts()[AGE] == "met"
+    assert freshness_verdicts(defaults_single=[5.0, 200.0])[AGE] == "MISSED"
+    assert freshness_verdicts(defaults_ids=[5.0, 200.0])[AGE] == "MISSED"
+
+
+def test_freshness_misses_the_age_target_when_a_variant_has_no_figure() -> None:
+    assert freshness_verdicts(defaults_ids=[None, None])[AGE] == "MISSED"
+
+
+def test_freshness_misses_when_delivered_tasks_cost_extra_requests_or_a_token_lies() -> None:
+    phases = [
+        phase(variant, lost, [5.0, 25.0] if lost else [1.0, 2.0])
+        for variant in ("defaults_ids", "defaults_single")
+        for lost in (False, True)
+    ]
+    phases[0] = replace(phases[0], res_get_requests=100)  # ids= on, pingbacks delivered
+    liar = phases[1]  # ids= on, pingbacks lost: a token called usable, older than its lifetime
+    phases[1] = replace(liar, tasks=[replace(liar.tasks[0], true_age=500.0), *liar.tasks[1:]])
+    found = verdicts(freshness_outcome(phases, lifetime=120.0))
+    assert found[EXTRA] == "MISSED"
+    assert found[WRONG] == "MISSED"
+
+
+def test_a_headline_without_a_target_has_no_verdict() -> None:
+    assert Headline("figure", "1").verdict == ""

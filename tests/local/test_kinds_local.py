@@ -1,0 +1,145 @@
+"""Every CAPTCHA kind through the real template on the local stack, with the simulator: the
+worker client's per-kind calls get exactly the provider's answer, with pingbacks delivered and
+with every pingback dropped; odd-but-real answers (spaces, Cyrillic, '/', ';', ',', JSON, 4 KB)
+arrive exactly through the callback and through res.php."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from infra.local import LocalStack
+from infra.local.aws import WORKER
+from infra.local.signing import credentials_of
+from infra.simulator import Simulator
+from infra.simulator.answers import SIM_TEXT_PREFIX
+from pingback_guard_client import Client, Solution
+from tests.local.support import QUICK_SOLVES
+
+pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(300)]
+
+SIMULATOR = {**QUICK_SOLVES, "seed": 23}
+STACK_OPTIONS: dict[str, Any] = {
+    "time_scale": 30,  # the poller every 2 s
+    "parameter_overrides": {"CallbackTimeoutSeconds": "10", "PollBackoffBaseSeconds": "5"},
+}
+PAGE = "https://example.test/login"
+SITEKEY = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-"
+IMAGE = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 2
+PROXY = {"type": "HTTP", "uri": "login:password@127.0.0.1:3128"}
+KIND_CALLS: dict[str, Callable[[Client], Solution]] = {
+    "recaptcha": lambda c: c.recaptcha(
+        "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-", PAGE, timeout=90
+    ),
+    "recaptcha_v3": lambda c: c.recaptcha(
+        "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
+        PAGE,
+        "v3",
+        score=0.7,
+        action="login",
+        timeout=90,
+    ),
+    "hcaptcha": lambda c: c.hcaptcha("a5f74b19-9e45-40e0-b45d-47ff91b7a6c2", PAGE, timeout=90),
+    "turnstile": lambda c: c.turnstile("0x4AAAAAAAC3DHQFLr1GavRN", PAGE, timeout=90),
+    "normal": lambda c: c.normal(IMAGE, phrase=1, minLen=2, timeout=90),
+    "grid": lambda c: c.grid(IMAGE, rows=3, cols=3, hintText="cats", timeout=90),
+    "coordinates": lambda c: c.coordinates(IMAGE, timeout=90),
+    "geetest": lambda c: c.geetest(
+        "f1ab2cdefa3456789012345678901234", "12345678abc90123d45678ef90123a456b", PAGE, timeout=90
+    ),
+    "geetest_v4": lambda c: c.geetest_v4("e392e1d7fd421dc63325744d5a2b9c73", PAGE, timeout=90),
+    "cloudflare_challenge": lambda c: c.cloudflare_challenge(
+        PAGE, "Mozilla/5.0 (X11; Linux x86_64)", PROXY, timeout=90
+    ),
+    "bls": lambda c: c.bls("664", [IMAGE] * 9, timeout=90),
+}
+ODD_ANSWERS = (
+    "two words",
+    "привет",
+    "a/b",
+    "x; y",
+    "3,14",
+    '{"seccode":"9f8e|jordan"}',
+    "Ж" * 2048,  # 4 KB of UTF-8
+)
+
+
+@pytest.fixture
+def client(stack: LocalStack) -> Iterator[Client]:
+    with Client(
+        stack.ready.api_url, stack.ready.region, credentials=credentials_of(WORKER)
+    ) as worker:
+        yield worker
+
+
+@pytest.fixture(autouse=True)
+def calm(simulator: Simulator) -> Iterator[None]:
+    yield
+    simulator.update_faults(pingback_drop_rate=0.0)
+
+
+def solve_all(
+    client: Client, calls: Mapping[str, Callable[[Client], Solution]]
+) -> dict[str, Solution]:
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        running = {name: pool.submit(call, client) for name, call in calls.items()}
+        return {name: future.result() for name, future in running.items()}
+
+
+def provider_answer(simulator: Simulator, task_id: str) -> str:
+    return str(next(t for t in simulator.tasks() if str(t["id"]) == task_id)["code"])
+
+
+@pytest.mark.parametrize("pingbacks", ["delivered", "dropped"])
+def test_every_kind_gets_exactly_the_providers_answer(
+    client: Client, simulator: Simulator, pingbacks: str
+) -> None:
+    simulator.update_faults(pingback_drop_rate=1.0 if pingbacks == "dropped" else 0.0)
+    solved = solve_all(client, KIND_CALLS)
+    for name, solution in solved.items():
+        assert solution.raw == provider_answer(simulator, solution.task_id), name
+        assert solution.answer_fits is True and solution.answer, name
+        assert (solution.delivered_via == "callback") is (pingbacks == "delivered"), name
+    assert solved["grid"].answer and solved["grid"].answer["type"] == "grid"
+    assert solved["coordinates"].answer and solved["coordinates"].answer["type"] == "coordinates"
+    v3 = solved["geetest"].answer or {}
+    assert str(v3["seccode"]).endswith("|jordan")
+    assert set(solved["geetest_v4"].answer or {}) >= {"lot_number", "pass_token", "captcha_output"}
+    clearance = solved["cloudflare_challenge"].answer or {}
+    assert clearance["user_agent"] == "Mozilla/5.0 (X11; Linux x86_64)"
+    assert solved["normal"].usable_until is None and solved["recaptcha"].usable_until is not None
+
+
+@pytest.mark.parametrize("pingbacks", ["delivered", "dropped"])
+def test_odd_but_real_answers_arrive_exactly_through_the_callback_and_res_php(
+    client: Client, simulator: Simulator, pingbacks: str
+) -> None:
+    simulator.update_faults(pingback_drop_rate=1.0 if pingbacks == "dropped" else 0.0)
+    calls = {
+        answer: (lambda c, shown=answer: c.normal(read_as(shown), timeout=90))
+        for answer in ODD_ANSWERS
+    }
+    solved = solve_all(client, calls)
+    for answer, solution in solved.items():
+        assert solution.raw == answer and solution.answer == {"type": "text", "text": answer}
+        assert (solution.delivered_via == "callback") is (pingbacks == "delivered")
+
+
+def read_as(text: str) -> bytes:
+    """An image the simulator's OCR reads as ``text``."""
+    return (SIM_TEXT_PREFIX + text.encode()).ljust(200, b"\x00")
+
+
+def test_the_image_is_sent_to_the_provider_and_never_kept(
+    client: Client, stack: LocalStack
+) -> None:
+    solution = client.normal(IMAGE, timeout=90)
+    item = stack.ready.aws_client("dynamodb").get_item(
+        TableName=stack.ready.tasks_table, Key={"task_id": {"S": solution.task_id}}
+    )["Item"]
+    assert base64.b64encode(IMAGE).decode()[:40] not in str(item)
+    assert item["method"]["S"] == "base64"
