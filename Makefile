@@ -14,10 +14,11 @@ STAMP := $(VENV)/.installed
 include infra/sam/sam.mk
 
 .PHONY: help venv lock dynamodb-local lint typecheck unit check integration local chaos test \
-	static-checks suites demo bench clean
+	static-checks suites demo up bench clean
 
 help:
 	@echo "make demo   - run the whole stack locally against moto + the simulator, with the chaos proof"
+	@echo "make up     - the stack and the simulator for a local try (prints what a worker needs)"
 	@echo "make chaos  - the chaos run (PROFILE=ci|full|soak, TASKS=N, SEED=S); report in out/chaos/"
 	@echo "make test   - lint, type checks, template checks and every test suite; prints its time"
 	@echo "make check  - the inner loop: lint, type checks and the suites that start nothing"
@@ -92,6 +93,11 @@ suites: $(STAMP) $(DDB_LOCAL_STAMP)
 
 demo: $(STAMP)
 	$(PY) -m infra.chaos --profile demo --out out/chaos
+
+# The simulator and the stack for a local try; prints credentials, API_URL and a 2captcha key.
+# A real provider instead: make up PROVIDER_URL=https://ocr.captchaai.com (key in $$CAPTCHAAI_API_KEY).
+up: $(STAMP)
+	$(PY) -m infra.local up $(if $(PROVIDER_URL),--provider-url $(PROVIDER_URL))
 
 chaos: $(STAMP)
 	$(PY) -m infra.chaos --profile $(or $(PROFILE),ci) --out out/chaos $(if $(TASKS),--tasks $(TASKS)) $(if $(SEED),--seed $(SEED))

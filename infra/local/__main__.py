@@ -1,7 +1,8 @@
 """`python -m infra.local serve ...`: runs the local stack in the foreground until SIGINT/SIGTERM.
+`python -m infra.local up` (`make up`): the simulator and the stack for a local try (see up.py).
 
-Prints one JSON line on stdout when ready (URLs, names, every resolved template output); its own
-log goes to stderr, the functions' logs to files under the run directory.
+`serve` prints one JSON line on stdout when ready (URLs, names, every resolved template output);
+its own log goes to stderr, the functions' logs to files under the run directory.
 """
 
 import argparse
@@ -15,6 +16,7 @@ from pathlib import Path
 from infra.local.processes import ChildStartError
 from infra.local.stack import LocalOptions, LocalStack
 from infra.local.template import TemplateError
+from infra.local.up import MissingProviderKeyError, UpOptions, run_up
 
 _WAIT_SLICE_SECONDS = 0.5
 
@@ -35,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="run the stack locally against moto")
     serve.add_argument("--template", type=Path, default=Path("template.yaml"))
     serve.add_argument("--api-port", type=int, default=0, help="gateway port (0: any free)")
+    serve.add_argument(
+        "--api-tls-port", type=int, default=0, help="gateway HTTPS port (test CA; 0: any free)"
+    )
     serve.add_argument("--aws-port", type=int, default=0, help="moto port (0: any free)")
     serve.add_argument("--control-port", type=int, default=0, help="control API port (0: any free)")
     serve.add_argument("--provider-url", help="2captcha-compatible base URL (PROVIDER_BASE_URL)")
@@ -53,6 +58,13 @@ def _parser() -> argparse.ArgumentParser:
         default=0.0,
         help="probability that a pipe publishes a batch of result events twice",
     )
+    up = commands.add_parser(
+        "up", help="the simulator (or --provider-url, key in $CAPTCHAAI_API_KEY) and the stack"
+    )
+    up.add_argument("--provider-url", help="a real 2captcha-compatible provider instead")
+    up.add_argument("--template", type=Path, default=Path("template.yaml"))
+    up.add_argument("--time-scale", type=float, default=1.0)
+    up.add_argument("--run-dir", type=Path, help="logs go here (default: a new temp dir)")
     return parser
 
 
@@ -63,9 +75,28 @@ def main(argv: list[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    stop_requested = threading.Event()
+    for signal_number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signal_number, lambda _number, _frame: stop_requested.set())
+    try:
+        if arguments.command == "up":
+            up_options = UpOptions(
+                arguments.provider_url, arguments.template, arguments.time_scale, arguments.run_dir
+            )
+            run_up(up_options, stop_requested)
+        else:
+            _serve(arguments, stop_requested)
+    except (TemplateError, ChildStartError, MissingProviderKeyError) as cannot_start:
+        print(f"infra.local: {cannot_start}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _serve(arguments: argparse.Namespace, stop_requested: threading.Event) -> None:
     options = LocalOptions(
         template=arguments.template,
         api_port=arguments.api_port,
+        api_tls_port=arguments.api_tls_port,
         aws_port=arguments.aws_port,
         control_port=arguments.control_port,
         provider_url=arguments.provider_url,
@@ -78,18 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         stack_name=arguments.stack_name,
         event_duplicate_rate=arguments.event_duplicate_rate,
     )
-    stop_requested = threading.Event()
-    for signal_number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signal_number, lambda _number, _frame: stop_requested.set())
-    try:
-        with LocalStack(options) as stack:
-            print(json.dumps(stack.ready.to_json()), flush=True)
-            while not stop_requested.wait(_WAIT_SLICE_SECONDS):
-                pass
-    except (TemplateError, ChildStartError) as cannot_start:
-        print(f"infra.local: {cannot_start}", file=sys.stderr)
-        return 2
-    return 0
+    with LocalStack(options) as stack:
+        print(json.dumps(stack.ready.to_json()), flush=True)
+        while not stop_requested.wait(_WAIT_SLICE_SECONDS):
+            pass
 
 
 if __name__ == "__main__":

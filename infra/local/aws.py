@@ -56,10 +56,15 @@ class AwsEndpoint:
     def client(self, service: str) -> Any:
         """A new client; the lock because creating boto3 clients is not thread safe."""
         with self._session_lock:
-            session = boto3.Session(
-                aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-                aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-                aws_session_token=FAKE_CREDENTIALS["AWS_SESSION_TOKEN"],
-                region_name=self.region,
-            )
+            session = fake_session(self.region)
             return session.client(service, endpoint_url=self.url, config=_CLIENT_CONFIG)  # type: ignore[call-overload]
+
+
+def fake_session(region: str) -> boto3.Session:
+    """A boto3 session with the local (fake) credentials: what moto and the local stack take."""
+    return boto3.Session(
+        aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=FAKE_CREDENTIALS["AWS_SESSION_TOKEN"],
+        region_name=region,
+    )

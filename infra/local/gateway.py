@@ -1,13 +1,16 @@
 """The local HTTP API: every route the template declares, served on 127.0.0.1.
 
-It can be taken down and brought back at runtime; while down its port refuses connections.
+It can be taken down and brought back at runtime; while down its port refuses connections. With a
+GatewayTls it also serves every route over HTTPS on a second port (infra/local/tls.py's test CA).
 IAM-authorised routes verify the SigV4 signature against the local principals (403 otherwise).
 """
 
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import IO, Any
 
 from infra.local.apigw import (
@@ -30,6 +33,16 @@ from infra.local.pool import Invocation, PoolClosed
 from infra.local.sigv4 import Denied, SignedRequest, verify
 
 Invoker = Callable[[str, Any], Invocation]
+
+
+@dataclass
+class GatewayTls:
+    """The HTTPS listener's context and port (0: any free one, then kept across restarts)."""
+
+    context: ssl.SSLContext
+    port: int = 0
+
+
 ResponseObserver = Callable[[str | None, int], None]
 """Told the route key (None: no route matched) and status of every answer (local metrics)."""
 
@@ -43,8 +56,11 @@ class HttpGateway:
         port: int,
         access_log: IO[str],
         observe: ResponseObserver | None = None,
+        tls: GatewayTls | None = None,
     ) -> None:
         self._observe = observe
+        self._tls = tls
+        self._tls_server: LocalHttpServer | None = None
         self._routes = routes
         self._invoke = invoke
         self._api = api
@@ -62,18 +78,33 @@ class HttpGateway:
         return f"http://{LOCALHOST}:{self._port}"
 
     @property
+    def tls_url(self) -> str | None:
+        """The same routes over HTTPS (the test CA's certificate), when the gateway has TLS."""
+        return None if self._tls is None else f"https://{LOCALHOST}:{self._tls.port}"
+
+    @property
     def is_up(self) -> bool:
         return self._server is not None
 
     def set_up(self, up: bool) -> None:
+        """Both listeners go down and come back together, each on the port it had."""
         with self._switch_lock:
             if up and self._server is None:
                 self._server = LocalHttpServer(self._port, _GatewayHandler, self)
                 self._port = self._server.port
                 self._server.start()
+                if self._tls is not None:
+                    self._tls_server = LocalHttpServer(
+                        self._tls.port, _GatewayHandler, self, self._tls.context
+                    )
+                    self._tls.port = self._tls_server.port
+                    self._tls_server.start()
             elif not up and self._server is not None:
                 self._server.stop()
                 self._server = None
+                if self._tls_server is not None:
+                    self._tls_server.stop()
+                    self._tls_server = None
 
     @contextmanager
     def in_flight(self) -> Iterator[None]:

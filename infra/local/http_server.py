@@ -1,5 +1,6 @@
 """The threaded 127.0.0.1 HTTP servers of the runtime (gateway and control API)."""
 
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -18,10 +19,32 @@ class LocalHttpServer(ThreadingHTTPServer):
     # Chaos runs open many connections at once; the default backlog (5) would reset some.
     request_queue_size = 256
 
-    def __init__(self, port: int, handler_class: type[BaseHTTPRequestHandler], app: Any) -> None:
+    def __init__(
+        self,
+        port: int,
+        handler_class: type[BaseHTTPRequestHandler],
+        app: Any,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         super().__init__((LOCALHOST, port), handler_class)
         self.app = app
+        self._tls = tls
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        """With TLS, the handshake happens here, in the request's own thread: a slow or broken
+        client never holds up the accept loop."""
+        if self._tls is None:
+            super().finish_request(request, client_address)
+            return
+        try:
+            wrapped = self._tls.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            return  # a client that does not trust the test CA, or left: nothing to answer
+        try:
+            super().finish_request(wrapped, client_address)
+        finally:
+            wrapped.close()
 
     @property
     def port(self) -> int:

@@ -25,7 +25,7 @@ from infra.local.event_bus import LocalEventBus
 from infra.local.event_sources import pipe_specs, rule_specs
 from infra.local.faults import FaultRule
 from infra.local.functions import FunctionSpec, function_specs
-from infra.local.gateway import HttpGateway
+from infra.local.gateway import GatewayTls, HttpGateway
 from infra.local.http_server import LOCALHOST, LocalHttpServer
 from infra.local.moto_process import MotoServer
 from infra.local.pool import FunctionPool, Invocation, worker_environment
@@ -61,6 +61,8 @@ class LocalOptions:
     template: Path = Path("template.yaml")
     api_port: int = 0
     """0: any free port (the same one is kept when the gateway comes back up)."""
+    api_tls_port: int = 0
+    """The gateway's HTTPS listener (a test CA made at start), 0: any free port."""
     aws_port: int = 0
     control_port: int = 0
     provider_url: str | None = None
@@ -98,6 +100,9 @@ class ReadyInfo:
     outputs: dict[str, str]
     functions: dict[str, dict[str, Any]]
     resources: dict[str, dict[str, str]]
+    tls_api_url: str = ""
+    """The gateway over HTTPS; clients trust it with ``REQUESTS_CA_BUNDLE=<ca_bundle>``."""
+    ca_bundle: str = ""
 
     def aws_client(self, service: str) -> Any:
         """A boto3 client of this stack's moto server (fake credentials, the stack's region)."""
@@ -115,6 +120,8 @@ class ReadyInfo:
         return {
             **self.outputs,
             "api_url": self.api_url,
+            "tls_api_url": self.tls_api_url,
+            "ca_bundle": self.ca_bundle,
             "aws_endpoint_url": self.aws_endpoint_url,
             "control_url": self.control_url,
             "tasks_table": self.tasks_table,
@@ -146,6 +153,7 @@ class LocalStack(Service):
         self._gateway: HttpGateway | None = None
         self._websocket_apis: list[LocalWebSocketApi] = []
         self._access_log: IO[str] | None = None
+        self._ca_bundle = ""
         self._schedules: ScheduleRunner | None = None
         self._pollers: list[QueuePoller] = []
         self._event_bus: LocalEventBus | None = None
@@ -344,6 +352,11 @@ class LocalStack(Service):
     def _start_gateway(self, stack: DeployedStack, functions: FunctionIndex, log_dir: Path) -> None:
         routes = http_routes(stack, functions)
         self._access_log = (log_dir / "gateway.log").open("a", encoding="utf-8")
+        # Imported here: function workers import this package, and never need cryptography.
+        from infra.local.tls import make_test_certificates
+
+        certificates = make_test_certificates(log_dir.parent / "tls")
+        self._ca_bundle = str(certificates.ca_bundle)
         self._gateway = HttpGateway(
             RouteTable(routes),
             self.invoke,
@@ -351,6 +364,7 @@ class LocalStack(Service):
             self.options.api_port,
             self._access_log,
             observe=self._cloudwatch.record_request if self._cloudwatch else None,
+            tls=GatewayTls(certificates.server_context(), self.options.api_tls_port),
         )
         self._gateway.set_up(True)
 
@@ -479,6 +493,8 @@ class LocalStack(Service):
             outputs = {name: value.replace(wss, api.url) for name, value in outputs.items()}
         return ReadyInfo(
             api_url=self._gateway.url,
+            tls_api_url=self._gateway.tls_url or "",
+            ca_bundle=self._ca_bundle,
             aws_endpoint_url=endpoint.url,
             control_url=f"http://{LOCALHOST}:{self._control.port}",
             tasks_table=outputs.get(TASKS_TABLE_OUTPUT),

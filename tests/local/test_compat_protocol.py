@@ -10,12 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 import requests
 
 from infra.local import LocalStack
-from infra.local.aws import FAKE_CREDENTIALS, OTHER_WORKER, WORKER
+from infra.local.aws import OTHER_WORKER, WORKER, fake_session
 from infra.simulator import Simulator
 from pingback_guard_cli.main import run
 from tests.local.support import QUICK_SOLVES
@@ -35,12 +34,7 @@ PAGE_URL = "https://www.google.com/recaptcha/api2/demo"
 
 def cli(stack: LocalStack, capsys: pytest.CaptureFixture[str], *args: str) -> str:
     ready = stack.ready
-    session = boto3.Session(
-        aws_access_key_id=FAKE_CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-        aws_session_token=FAKE_CREDENTIALS["AWS_SESSION_TOKEN"],
-        region_name=ready.region,
-    )
+    session = fake_session(ready.region)
     base = ["--endpoint-url", ready.aws_endpoint_url, "--stack-name", ready.stack_name]
     code = run([*base, *args], session=session)
     captured = capsys.readouterr()

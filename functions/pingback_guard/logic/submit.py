@@ -13,6 +13,7 @@ from pingback_guard.domain.errors import (
     TaskNotRecordedError,
 )
 from pingback_guard.domain.task import CaptchaRequest, NewTask, SubmissionOutcome, TaskOrigin
+from pingback_guard.kinds.registry import expected_solve_seconds
 from pingback_guard.logic import capability
 from pingback_guard.logic.poll_schedule import first_poll_delay
 from pingback_guard.provider.client import ProviderClient
@@ -59,7 +60,9 @@ class PendingTasks:
     ) -> NewTask:
         now = self.clock()
         first_check_after = first_poll_delay(
-            request.method, self.expected_solve_seconds, self.callback_timeout_seconds
+            request.method,
+            expected_solve_seconds(request.method, self.expected_solve_seconds),
+            self.callback_timeout_seconds,
         )
         kept = request.without_secrets()
         return NewTask(
