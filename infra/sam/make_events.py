@@ -11,7 +11,9 @@ stack's routes, deterministically (no clock, no randomness), and writes:
                                                   `sam local invoke -e` (docs/operations.md)
 
 Run: `python -m infra.sam.make_events` (from the repository root). A test checks the committed
-files equal what this module produces.
+files equal what this module produces. The pingbacks carry a sample capability minted under the
+sample secret for tasks no table holds: `make sam-local-events` (infra/sam/local_events.py)
+records real tasks in the local table and rewrites events/ with their ids and capabilities.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ import copy
 import hashlib
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
+
+from pingback_guard.logic import capability
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW_DIR = ROOT / "tests" / "events"
@@ -44,7 +49,48 @@ UNSOLVABLE = "ERROR_CAPTCHA_UNSOLVABLE"
 PROVIDER_IP = "203.0.113.10"  # TEST-NET-3: stands for the provider's pingback sender
 WORKER_IP = "198.51.100.20"  # TEST-NET-2: stands for a worker calling the task API
 
+SAMPLE_OWNER = f"arn:aws:iam::{ACCOUNT_ID}:user/captcha-worker"
+SAMPLE_REQUEST_FIELDS = {
+    "googlekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
+    "pageurl": "https://www.google.com/recaptcha/api2/demo",
+}
+
 Event = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SampleTasks:
+    """The tasks the events act on: one solved by its pingback, one unsolvable."""
+
+    solved_id: str
+    solved_capability: str
+    failed_id: str
+    failed_capability: str
+
+    @property
+    def solved_nonce(self) -> str:
+        return nonce_of(self.solved_capability)
+
+    @property
+    def failed_nonce(self) -> str:
+        return nonce_of(self.failed_capability)
+
+
+def nonce_of(capability_token: str) -> str:
+    return capability_token.split(".")[1]
+
+
+def _sample_capability(seed: int) -> str:
+    """Deterministic: the committed events do not change when regenerated."""
+    return capability.mint(SAMPLE_CALLBACK_SECRET, random_bytes=lambda n: bytes([seed]) * n).token
+
+
+COMMITTED_SAMPLE = SampleTasks(
+    solved_id=SAMPLE_TASK_ID,
+    solved_capability=_sample_capability(1),
+    failed_id=SAMPLE_FAILED_TASK_ID,
+    failed_capability=_sample_capability(2),
+)
 
 
 def sample_token(length: int = 1024) -> str:
@@ -152,14 +198,16 @@ def http_event(
     return event
 
 
-def provider_callback(raw: Event, *, method: str, request_id: str, **request: Any) -> Event:
-    """A provider's pingback to the sample callback URL."""
+def provider_callback(
+    raw: Event, *, capability_token: str, method: str, request_id: str, **request: Any
+) -> Event:
+    """A provider's pingback to a task's pingback URL (its capability in the path)."""
     return http_event(
         raw,
         method=method,
         route_path="/callback/{secret}",
-        raw_path=f"/callback/{SAMPLE_CALLBACK_SECRET}",
-        path_parameters={"secret": SAMPLE_CALLBACK_SECRET},
+        raw_path=f"/callback/{capability_token}",
+        path_parameters={"secret": capability_token},
         request_id=request_id,
         **request,
     )
@@ -191,23 +239,24 @@ def worker_request(
     )
 
 
-def on_sample_task(raw: Event, *, method: str, suffix: str = "", **request: Any) -> Event:
-    """A worker's call on /tasks/{task_id}<suffix> for the sample task."""
+def on_task(raw: Event, task_id: str, *, method: str, suffix: str = "", **request: Any) -> Event:
+    """A worker's call on /tasks/{task_id}<suffix>."""
     return worker_request(
         raw,
         method=method,
         route_path=f"/tasks/{{task_id}}{suffix}",
-        raw_path=f"/tasks/{SAMPLE_TASK_ID}{suffix}",
-        path_parameters={"task_id": SAMPLE_TASK_ID},
+        raw_path=f"/tasks/{task_id}{suffix}",
+        path_parameters={"task_id": task_id},
         **request,
     )
 
 
-def callback_post_form(raw: Event) -> Event:
+def callback_post_form(raw: Event, sample: SampleTasks) -> Event:
     """2captcha: POST application/x-www-form-urlencoded id, code, rate (base64 body)."""
-    form = urlencode({"id": SAMPLE_TASK_ID, "code": sample_token(), "rate": SAMPLE_RATE})
+    form = urlencode({"id": sample.solved_id, "code": sample_token(), "rate": SAMPLE_RATE})
     return provider_callback(
         raw,
+        capability_token=sample.solved_capability,
         method="POST",
         body=form.encode(),
         content_type="application/x-www-form-urlencoded",
@@ -216,20 +265,23 @@ def callback_post_form(raw: Event) -> Event:
     )
 
 
-def callback_get(raw: Event, *, task_id: str = SAMPLE_TASK_ID, code: str | None = None) -> Event:
-    """CaptchaAI: GET /callback/{secret}?id=..&code=.."""
+def callback_get(raw: Event, sample: SampleTasks, *, unsolvable: bool = False) -> Event:
+    """CaptchaAI: GET /callback/{capability}?id=..&code=.."""
+    task_id = sample.failed_id if unsolvable else sample.solved_id
     return provider_callback(
         raw,
+        capability_token=sample.failed_capability if unsolvable else sample.solved_capability,
         method="GET",
-        query={"id": task_id, "code": sample_token() if code is None else code},
+        query={"id": task_id, "code": UNSOLVABLE if unsolvable else sample_token()},
         request_id="CbGeT0000001Aw=",
     )
 
 
-def callback_post_json(raw: Event) -> Event:
-    body = json.dumps({"id": SAMPLE_TASK_ID, "code": sample_token()}).encode()
+def callback_post_json(raw: Event, sample: SampleTasks) -> Event:
+    body = json.dumps({"id": sample.solved_id, "code": sample_token()}).encode()
     return provider_callback(
         raw,
+        capability_token=sample.solved_capability,
         method="POST",
         body=body,
         content_type="application/json",
@@ -251,8 +303,8 @@ def submit_task(raw: Event) -> Event:
     body = json.dumps(
         {
             "method": "userrecaptcha",
-            "sitekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
-            "page_url": "https://www.google.com/recaptcha/api2/demo",
+            "sitekey": SAMPLE_REQUEST_FIELDS["googlekey"],
+            "page_url": SAMPLE_REQUEST_FIELDS["pageurl"],
         }
     ).encode()
     return worker_request(
@@ -260,8 +312,8 @@ def submit_task(raw: Event) -> Event:
     )
 
 
-def get_task(raw: Event) -> Event:
-    return on_sample_task(raw, method="GET", request_id="GeTtAsK00001Aw=")
+def get_task(raw: Event, task_id: str) -> Event:
+    return on_task(raw, task_id, method="GET", request_id="GeTtAsK00001Aw=")
 
 
 def issue_pingback_url(raw: Event) -> Event:
@@ -280,13 +332,13 @@ def register_task(raw: Event) -> Event:
             "page_url": "https://www.google.com/recaptcha/api2/demo",
         }
     ).encode()
-    return on_sample_task(raw, method="PUT", body=body, request_id="ReGiStEr0001Aw=")
+    return on_task(raw, SAMPLE_TASK_ID, method="PUT", body=body, request_id="ReGiStEr0001Aw=")
 
 
-def report_task(raw: Event) -> Event:
+def report_task(raw: Event, task_id: str) -> Event:
     body = json.dumps({"correct": False}).encode()
-    return on_sample_task(
-        raw, method="POST", suffix="/report", body=body, request_id="RePoRt000001Aw="
+    return on_task(
+        raw, task_id, method="POST", suffix="/report", body=body, request_id="RePoRt000001Aw="
     )
 
 
@@ -320,19 +372,27 @@ def two_captcha_call(
     )
 
 
-def replay_batch(raw: Event) -> Event:
-    """Two dead-letter messages as the SQS event source delivers them to ReplayFunction."""
+def replay_batch(raw: Event, sample: SampleTasks) -> Event:
+    """Two dead-letter messages as the SQS event source delivers them to ReplayFunction: the
+    sample tasks' pingbacks, each with the nonce its capability proved."""
     template = raw["Records"][0]
     received_at = SAMPLE_EPOCH_MS // 1000
     messages = [
-        ("2e1424d4-f796-459a-8184-9c92662be6da", SAMPLE_TASK_ID, sample_token(), "1"),
-        ("4d6c1b8e-6c2f-4a55-9b0a-4f3e5f1c2a10", SAMPLE_FAILED_TASK_ID, UNSOLVABLE, "3"),
+        ("2e1424d4-f796-459a-8184-9c92662be6da", sample.solved_id, sample_token(), "1"),
+        ("4d6c1b8e-6c2f-4a55-9b0a-4f3e5f1c2a10", sample.failed_id, UNSOLVABLE, "3"),
     ]
+    nonces = {sample.solved_id: sample.solved_nonce, sample.failed_id: sample.failed_nonce}
     records = []
     for message_id, task_id, code, receive_count in messages:
         record = copy.deepcopy(template)
         body = json.dumps(
-            {"task_id": task_id, "code": code, "received_at": received_at, "source": "callback"}
+            {
+                "task_id": task_id,
+                "code": code,
+                "received_at": received_at,
+                "source": "callback",
+                "nonce": nonces[task_id],
+            }
         )
         record.update(
             {
@@ -364,55 +424,67 @@ def poller_schedule() -> Event:
     }
 
 
-def build() -> dict[Path, Event]:
+def build(
+    sample: SampleTasks = COMMITTED_SAMPLE, invoke_dir: Path = INVOKE_DIR
+) -> dict[Path, Event]:
     http = _load("http_api_proxy.json")
     sqs = _load("sqs_receive_message.json")
     return {
-        RAW_DIR / "callback_post_form_2captcha.json": callback_post_form(http),
-        RAW_DIR / "callback_get_captchaai.json": callback_get(http),
-        INVOKE_DIR / "callback_post_form.json": callback_post_form(http),
-        INVOKE_DIR / "callback_get.json": callback_get(http),
-        INVOKE_DIR / "callback_get_unsolvable.json": callback_get(
-            http, task_id=SAMPLE_FAILED_TASK_ID, code=UNSOLVABLE
-        ),
-        INVOKE_DIR / "callback_post_json.json": callback_post_json(http),
-        INVOKE_DIR / "verification_2captcha_txt.json": verification_txt(http),
-        INVOKE_DIR / "submit_task.json": submit_task(http),
-        INVOKE_DIR / "get_task.json": get_task(http),
-        INVOKE_DIR / "issue_pingback_url.json": issue_pingback_url(http),
-        INVOKE_DIR / "register_task.json": register_task(http),
-        INVOKE_DIR / "report_task.json": report_task(http),
-        INVOKE_DIR / "in_php_post_form.json": two_captcha_call(
+        RAW_DIR / "callback_post_form_2captcha.json": callback_post_form(http, COMMITTED_SAMPLE),
+        RAW_DIR / "callback_get_captchaai.json": callback_get(http, COMMITTED_SAMPLE),
+        invoke_dir / "callback_post_form.json": callback_post_form(http, sample),
+        invoke_dir / "callback_get.json": callback_get(http, sample),
+        invoke_dir / "callback_get_unsolvable.json": callback_get(http, sample, unsolvable=True),
+        invoke_dir / "callback_post_json.json": callback_post_json(http, sample),
+        invoke_dir / "verification_2captcha_txt.json": verification_txt(http),
+        invoke_dir / "submit_task.json": submit_task(http),
+        invoke_dir / "get_task.json": get_task(http, sample.solved_id),
+        invoke_dir / "issue_pingback_url.json": issue_pingback_url(http),
+        invoke_dir / "register_task.json": register_task(http),
+        invoke_dir / "report_task.json": report_task(http, sample.solved_id),
+        invoke_dir / "in_php_post_form.json": two_captcha_call(
             http,
             method="POST",
             endpoint="/in.php",
             fields=SAMPLE_2CAPTCHA_SUBMIT,
             request_id="InPhPpOsT001Aw=",
         ),
-        INVOKE_DIR / "in_php_get.json": two_captcha_call(
+        invoke_dir / "in_php_get.json": two_captcha_call(
             http,
             method="GET",
             endpoint="/in.php",
             fields={**SAMPLE_2CAPTCHA_SUBMIT, "json": "1"},
             request_id="InPhPgEt0001Aw=",
         ),
-        INVOKE_DIR / "res_php_get.json": two_captcha_call(
+        invoke_dir / "res_php_get.json": two_captcha_call(
             http,
             method="GET",
             endpoint="/res.php",
-            fields={"key": SAMPLE_WORKER_KEY, "action": "get", "id": SAMPLE_TASK_ID},
+            fields={"key": SAMPLE_WORKER_KEY, "action": "get", "id": sample.solved_id},
             request_id="ReSpHpGeT001Aw=",
         ),
-        INVOKE_DIR / "res_php_post_report.json": two_captcha_call(
+        invoke_dir / "res_php_post_report.json": two_captcha_call(
             http,
             method="POST",
             endpoint="/res.php",
-            fields={"key": SAMPLE_WORKER_KEY, "action": "reportbad", "id": SAMPLE_TASK_ID},
+            fields={"key": SAMPLE_WORKER_KEY, "action": "reportbad", "id": sample.solved_id},
             request_id="ReSpHpPoSt01Aw=",
         ),
-        INVOKE_DIR / "replay_dead_letters.json": replay_batch(sqs),
-        INVOKE_DIR / "poller_schedule.json": poller_schedule(),
+        invoke_dir / "replay_dead_letters.json": replay_batch(sqs, sample),
+        invoke_dir / "poller_schedule.json": poller_schedule(),
     }
+
+
+def sample_in(invoke_dir: Path) -> SampleTasks:
+    """The sample tasks the pingbacks in `invoke_dir` are for (written by build)."""
+
+    def task_and_capability(name: str) -> tuple[str, str]:
+        event: Event = json.loads((invoke_dir / name).read_text(encoding="utf-8"))
+        return event["queryStringParameters"]["id"], event["pathParameters"]["secret"]
+
+    solved_id, solved_capability = task_and_capability("callback_get.json")
+    failed_id, failed_capability = task_and_capability("callback_get_unsolvable.json")
+    return SampleTasks(solved_id, solved_capability, failed_id, failed_capability)
 
 
 def render(event: Event) -> str:

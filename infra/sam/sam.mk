@@ -17,7 +17,7 @@ SAM_ENV := AWS_DEFAULT_REGION=us-east-1 AWS_REGION=us-east-1 SAM_CLI_TELEMETRY=0
 SAM_TEMPLATE := template.yaml
 SAM_BUILD_DIR := .aws-sam/build
 
-.PHONY: sam-venv template-check cfn-lint sam-validate sam-build sam-events
+.PHONY: sam-venv template-check cfn-lint sam-validate sam-build sam-events sam-local-events
 
 $(SAM_STAMP):
 	@test -n "$(SAM_PYTHON)" || { echo "python3.12 not found (the Lambda runtime's version)"; exit 1; }
@@ -46,4 +46,10 @@ sam-events: $(SAM_STAMP) $(STAMP)
 	$(SAM_ENV) $(SAM) local generate-event apigateway http-api-proxy > tests/events/http_api_proxy.json
 	$(SAM_ENV) $(SAM) local generate-event sqs receive-message > tests/events/sqs_receive_message.json
 	$(SAM_ENV) $(SAM) local generate-event cloudwatch scheduled-event > tests/events/scheduled_event.json
-	$(PY) -m infra.sam.make_events
+	PYTHONPATH=functions $(PY) -m infra.sam.make_events
+
+# `sam local invoke ... --env-vars env.json` against the moto server env.json names: records two
+# PENDING tasks in its table (creating what env.json names first) and rewrites events/ with their
+# ids and pingback capabilities (docs/operations.md, "Local runs").
+sam-local-events: $(STAMP)
+	PYTHONPATH=functions $(PY) -m infra.sam.local_events $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL))

@@ -115,8 +115,10 @@ def test_raw_generated_events_are_present(name: str) -> None:
 
 
 def test_derived_events_are_up_to_date() -> None:
-    """Committed events equal what `python -m infra.sam.make_events` produces."""
-    for path, event in make_events.build().items():
+    """Committed events equal what `python -m infra.sam.make_events` produces, or what
+    `make sam-local-events` wrote for the tasks it recorded."""
+    sample = make_events.sample_in(make_events.INVOKE_DIR)
+    for path, event in make_events.build(sample).items():
         assert path.read_text(encoding="utf-8") == make_events.render(event), path
 
 
@@ -132,7 +134,7 @@ def test_2captcha_form_post_callback() -> None:
     assert event["requestContext"]["http"]["method"] == "POST"
     assert event["headers"]["content-type"] == "application/x-www-form-urlencoded"
     assert event["isBase64Encoded"] is True
-    assert event["pathParameters"] == {"secret": make_events.SAMPLE_CALLBACK_SECRET}
+    assert event["pathParameters"] == {"secret": make_events.COMMITTED_SAMPLE.solved_capability}
     form = parse_qs(base64.b64decode(event["body"]).decode(), strict_parsing=True)
     assert set(form) == {"id", "code", "rate"}
     assert form["id"] == [make_events.SAMPLE_TASK_ID]
@@ -150,11 +152,12 @@ def test_captchaai_get_callback() -> None:
     assert parse_qs(event["rawQueryString"])["id"] == [make_events.SAMPLE_TASK_ID]
 
 
-def test_secret_only_in_the_path_never_in_route_key() -> None:
+def test_the_capability_is_only_in_the_path_never_in_route_key() -> None:
     for path in (ROOT / "events").glob("callback_*.json"):
         event = load_event(path)
-        assert make_events.SAMPLE_CALLBACK_SECRET not in event["routeKey"]
-        assert make_events.SAMPLE_CALLBACK_SECRET in event["rawPath"]
+        capability = event["pathParameters"]["secret"]
+        assert capability.startswith("v") and make_events.SAMPLE_CALLBACK_SECRET not in capability
+        assert capability not in event["routeKey"] and event["rawPath"].endswith(capability)
 
 
 def test_invoke_events_match_the_template_routes(resources: dict[str, Any]) -> None:
@@ -188,7 +191,7 @@ def test_replay_event_carries_dead_letter_messages() -> None:
     for record in event["Records"]:
         assert record["eventSource"] == "aws:sqs"
         body = json.loads(record["body"])
-        assert set(body) == {"task_id", "code", "received_at", "source"}
+        assert set(body) == {"task_id", "code", "received_at", "source", "nonce"}
 
 
 def test_poller_event_is_the_schedule_input(template: dict[str, Any]) -> None:

@@ -17,7 +17,9 @@ from pingback_guard.kinds.registry import (
     parse_provider_fields,
     polled_alone,
 )
+from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.results import judged_answer
+from pingback_guard.logic.submit import PendingTasks
 from tests.fakes import InMemoryTaskStore
 
 IMAGE = base64.b64encode(b"\x89PNG" + b"\x00" * 400).decode()
@@ -301,3 +303,19 @@ def test_a_stored_answer_is_judged_against_its_tasks_kind() -> None:
     )
     unknown = judged_answer(store, TaskResult("6", "x y", DeliveryPath.CALLBACK, 1010.0))
     assert (unknown.kind, unknown.parsed.fits) == (None, True)
+
+
+def test_first_checks_come_at_each_kinds_likely_solve_time() -> None:
+    """Images are read in seconds, browser tokens in tens of seconds (ExpectedSolveSeconds);
+    learned per method once enough are seen."""
+    solve_times = SolveTimes(default_seconds=20.0)
+    assert solve_times.likely_ready("base64") == 8.0
+    assert solve_times.likely_ready("bls") == 6.0
+    assert solve_times.likely_ready("turnstile") == 20.0
+    pending = PendingTasks(callback_timeout_seconds=60.0, clock=lambda: 1000.0)
+    image = pending.new("1", CaptchaRequest("base64", {"phrase": "1"}), None, None)
+    token = pending.new("2", CaptchaRequest("turnstile", {"sitekey": "0x4"}), None, None)
+    assert (image.first_poll_at, token.first_poll_at) == (1008.0, 1020.0)
+    for _ in range(20):
+        solve_times.observe("base64", 3.0)
+    assert solve_times.likely_ready("base64") == 5.0  # never before the provider's 5 s

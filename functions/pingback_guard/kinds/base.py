@@ -40,6 +40,8 @@ class Kind:
     answer has no lifetime of its own (an image's text). ``answer_may_hold_pipe``: res.php joins an
     ``ids=`` batch's answers with '|', so these kinds are polled one id per request.
     ``sitekey_field`` is the in.php field the JSON routes' ``sitekey`` stands for.
+    ``expected_solve_seconds``: when its answer is likely ready until solve times are learned;
+    None for browser kinds, solved in tens of seconds: the template's ExpectedSolveSeconds.
     """
 
     name: str
@@ -47,7 +49,7 @@ class Kind:
     fields: tuple[Field, ...]
     answer_may_hold_pipe: bool
     lifetime: str | None
-    expected_solve_seconds: float
+    expected_solve_seconds: float | None
     parse_answer: AnswerParser = as_text
     sitekey_field: str | None = None
     cross_check: CrossCheck = no_cross_check

@@ -32,6 +32,6 @@ KIND = Kind(
     ),
     answer_may_hold_pipe=False,
     lifetime="cloudflare_challenge",
-    expected_solve_seconds=15.0,
+    expected_solve_seconds=None,
     parse_answer=parse_clearance,
 )

@@ -57,7 +57,7 @@ KIND = Kind(
     ),
     answer_may_hold_pipe=True,
     lifetime="geetest",
-    expected_solve_seconds=20.0,
+    expected_solve_seconds=None,
     parse_answer=parse_geetest_answer,
     sitekey_field="gt",
     cross_check=needs_per_version,

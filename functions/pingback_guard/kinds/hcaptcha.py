@@ -20,7 +20,7 @@ KIND = Kind(
     ),
     answer_may_hold_pipe=False,
     lifetime="hcaptcha",
-    expected_solve_seconds=25.0,
+    expected_solve_seconds=None,
     parse_answer=parse_token,
     sitekey_field="sitekey",
 )

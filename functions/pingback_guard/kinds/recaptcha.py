@@ -26,7 +26,7 @@ KIND = Kind(
     ),
     answer_may_hold_pipe=False,
     lifetime="recaptcha",
-    expected_solve_seconds=25.0,
+    expected_solve_seconds=None,
     parse_answer=parse_token,
     sitekey_field="googlekey",
 )

@@ -131,3 +131,11 @@ def lifetime_seconds(lifetimes: TokenLifetimes, method: str | None) -> float | N
     if kind is None:
         return lifetimes.shortest
     return lifetimes.named(kind.lifetime) if kind.lifetime else None
+
+
+def expected_solve_seconds(method: str | None, browser_default: float) -> float:
+    """When a task of this method is likely solved, before any is learned: the kind's own figure
+    (images and BLS are read in seconds), else ``browser_default`` (ExpectedSolveSeconds)."""
+    kind = kind_of(method)
+    own = kind.expected_solve_seconds if kind else None
+    return browser_default if own is None else own

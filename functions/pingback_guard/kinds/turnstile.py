@@ -19,7 +19,7 @@ KIND = Kind(
     ),
     answer_may_hold_pipe=False,
     lifetime="turnstile",
-    expected_solve_seconds=20.0,
+    expected_solve_seconds=None,
     parse_answer=parse_token,
     sitekey_field="sitekey",
 )

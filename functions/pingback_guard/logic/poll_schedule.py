@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pingback_guard.domain.task import DueTask
+from pingback_guard.kinds.registry import expected_solve_seconds
 
 EARLIEST_FIRST_CHECK_SECONDS = {"userrecaptcha": 15.0}
 DEFAULT_EARLIEST_FIRST_CHECK_SECONDS = 5.0
@@ -81,7 +82,8 @@ class SolveTimes:
         """Seconds after submit by which the method's task is likely solved."""
         seen = sorted(self.samples.get(method or "", ()))
         if len(seen) < MIN_SAMPLES:
-            return max(earliest_first_check(method), self.default_seconds)
+            expected = expected_solve_seconds(method, self.default_seconds)
+            return max(earliest_first_check(method), expected)
         index = min(len(seen) - 1, math.ceil(READY_QUANTILE * len(seen)) - 1)
         return max(earliest_first_check(method), seen[index])
 
