@@ -20,8 +20,9 @@ from moto import mock_aws
 from infra.lambda_context import FakeLambdaContext
 from infra.project_template import create_tasks_table
 from pingback_guard.domain.worker_keys import digest_of
-from tests.integration.handler_support import API_KEY, SECRET, TABLE
+from tests.integration.handler_support import TABLE
 from tests.support import template_environment
+from tests.tracing.traced_run import create_key_queue_and_secret
 
 WORKER_KEY = "5ec7e7c0ffee5ec7e7c0ffee5ec7e7c0"
 KEYS_TABLE = "pg-worker-keys"
@@ -80,16 +81,7 @@ def _create_resources() -> None:
             "created_at": {"N": "1767225600"},
         },
     )
-    boto3.client("ssm", region_name="us-east-1").put_parameter(
-        Name="/pg/provider-api-key", Value=API_KEY, Type="SecureString"
-    )
-    sqs = boto3.client("sqs", region_name="us-east-1")
-    os.environ["DEAD_LETTER_QUEUE_URL"] = sqs.create_queue(QueueName="pg-dead-letter")["QueueUrl"]
-    os.environ["CALLBACK_SECRET_ID"] = boto3.client(
-        "secretsmanager", region_name="us-east-1"
-    ).create_secret(
-        Name="pg-callback-secret", SecretString=json.dumps({"current": SECRET, "previous": ""})
-    )["ARN"]
+    create_key_queue_and_secret()
 
 
 def _environment(function: str, provider_base_url: str) -> dict[str, str]:
