@@ -17,8 +17,9 @@ from infra.chaos.kind_mix import KIND_OF_METHOD
 from infra.chaos.verdicts import CheckVerdict
 from infra.chaos.workload import is_forged_code
 
-# The poller's lease item (pingback_guard.data.dynamodb.POLLER_LEASE_KEY): not a task.
-POLLER_LEASE_KEY = "#poller-lease"
+# Keys of items that are not tasks (pingback_guard.data.dynamodb.NON_TASK_KEY_PREFIX): the
+# poller's lease, one item per pingback URL.
+NON_TASK_KEY_PREFIX = "#"
 
 RESULT_WRITE_MARKERS = ("solution = :code", "#status = :failed")
 CONDITION_REFUSED = "ConditionalCheckFailedException"
@@ -285,7 +286,7 @@ def table_items(pages: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
     for page in pages:
         for raw in page.get("Items", []):
             item = {k: deserializer.deserialize(v) for k, v in raw.items()}
-            if item["task_id"] != POLLER_LEASE_KEY:  # the poller's lease, not a task
+            if not str(item["task_id"]).startswith(NON_TASK_KEY_PREFIX):
                 items[str(item["task_id"])] = item
     return items
 
