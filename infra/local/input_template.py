@@ -4,7 +4,8 @@ As Pipes does (docs: "Amazon EventBridge Pipes input transformation"): a string 
 without quotes (a template quotes its string placeholders) but JSON-escaped, since Pipes replaces
 the placeholders "to ensure valid JSON output" (only `aws.pipes.event.json` "isn't escaped"): a
 GeeTest answer's quotes or a backslash stay inside their string; an object, array, number,
-boolean or null is written as JSON; a path the event does not have is written as nothing. Paths: dot notation, dashes, underscores, alphanumerics, array indices.
+boolean or null is written as JSON; a path the event does not have is written as nothing.
+Paths: dot notation, dashes, underscores, alphanumerics, array indices.
 """
 
 from __future__ import annotations
