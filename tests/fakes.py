@@ -423,6 +423,7 @@ def _finished(
         owner=_decided_owner(existing, result),
         nonce=result.nonce if existing is None or result.nonce else existing.nonce,
         origin=existing.origin if existing else None,
+        forward_url=existing.forward_url if existing else None,
     )
 
 

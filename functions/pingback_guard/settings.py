@@ -425,3 +425,14 @@ class CompatResultSettings:
             report_window_seconds=ReportSettings.from_env(environ).report_window_seconds,
             worker_keys_table=env.text("WORKER_KEYS_TABLE_NAME"),
         )
+
+
+@dataclass(frozen=True)
+class ForwardSettings:
+    """The result forward reads the task (its result and the worker's own pingback URL)."""
+
+    table: TableSettings
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> ForwardSettings:
+        return cls(table=TableSettings.from_env(_Env(environ)))

@@ -83,6 +83,7 @@ FUNCTION_ENV = {
         "PUBLIC_BASE_URL",
         "CALLBACK_TIMEOUT_SECONDS",
     },
+    "PingbackForwardFunction": set(),
     "CompatResultFunction": {
         "WORKER_KEYS_TABLE_NAME",
         "ADMIN_PRINCIPAL_ARN",
@@ -152,6 +153,10 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
         "sqs:SendMessage": {"DeadLetterQueue"},
         "secretsmanager:GetSecretValue": {"CallbackSecret"},
         "ssm:GetParameter": {"ProviderApiKeyParameterName"},
+    },
+    "PingbackForwardFunction": {
+        "dynamodb:GetItem": {TABLE},
+        "sqs:SendMessage": {"PingbackForwardFailedQueue"},
     },
     "CompatResultFunction": {
         "dynamodb:GetItem": {TABLE, "WorkerKeysTable"},
