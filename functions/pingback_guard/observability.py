@@ -48,6 +48,18 @@ def count_provisional_discarded(task: NewTask) -> None:
     logger.warning("provisional result discarded", extra={"task_id": task.task_id})
 
 
+def count_registration_replaced(task: NewTask) -> None:
+    """This stack's own submit took an id a worker had registered: a guessed id, or a race."""
+    metrics.add_metric(name="RegistrationReplaced", unit=MetricUnit.Count, value=1)
+    logger.warning("registration replaced by this stack's submit", extra={"task_id": task.task_id})
+
+
+def count_claim_clash(task: NewTask, outcome: str) -> None:
+    """A registration of an id another task holds (contested, or held by a submit)."""
+    metrics.add_metric(name="RegistrationClash", unit=MetricUnit.Count, value=1)
+    logger.warning("registration clash", extra={"task_id": task.task_id, "clash": outcome})
+
+
 def record_read_through(task_id: str, found: Lookup) -> None:
     """The metrics of a read that checked res.php (GET /tasks/{id}, res.php get)."""
     if found.read_through is None:

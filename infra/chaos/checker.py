@@ -13,11 +13,13 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
+from infra.chaos.kind_mix import KIND_OF_METHOD
 from infra.chaos.verdicts import CheckVerdict
 from infra.chaos.workload import is_forged_code
 
-# The poller's lease item (pingback_guard.data.dynamodb.POLLER_LEASE_KEY): not a task.
-POLLER_LEASE_KEY = "#poller-lease"
+# Keys of items that are not tasks (pingback_guard.data.dynamodb.NON_TASK_KEY_PREFIX): the
+# poller's lease, one item per pingback URL.
+NON_TASK_KEY_PREFIX = "#"
 
 RESULT_WRITE_MARKERS = ("solution = :code", "#status = :failed")
 CONDITION_REFUSED = "ConditionalCheckFailedException"
@@ -284,7 +286,7 @@ def table_items(pages: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
     for page in pages:
         for raw in page.get("Items", []):
             item = {k: deserializer.deserialize(v) for k, v in raw.items()}
-            if item["task_id"] != POLLER_LEASE_KEY:  # the poller's lease, not a task
+            if not str(item["task_id"]).startswith(NON_TASK_KEY_PREFIX):
                 items[str(item["task_id"])] = item
     return items
 
@@ -351,3 +353,28 @@ def throughput(
         rates["callback_window_seconds"] = round(answered[-1] - answered[0], 1)
         rates["callbacks_per_second"] = round(len(answered) / (answered[-1] - answered[0]), 1)
     return rates
+
+
+def figures_by_kind(
+    truth: Sequence[Mapping[str, Any]],
+    lost: Sequence[str],
+    wrong: Sequence[str],
+    had_at: Mapping[str, float | None],
+) -> dict[str, dict[str, Any]]:
+    """Per kind: tasks, lost, wrong, and the answer's age when a waiting worker had it."""
+    lost_ids, wrong_ids = set(lost), set(wrong)
+    by_kind: dict[str, dict[str, Any]] = {}
+    ages: dict[str, list[float]] = {}
+    for task in truth:
+        task_id = str(task["id"])
+        kind = KIND_OF_METHOD.get(str(task.get("method")), str(task.get("method")))
+        row = by_kind.setdefault(kind, {"tasks": 0, "lost": 0, "wrong": 0})
+        row["tasks"] += 1
+        row["lost"] += int(task_id in lost_ids)
+        row["wrong"] += int(task_id in wrong_ids)
+        moment = had_at.get(task_id)
+        if moment is not None and task.get("outcome") == "solved":
+            ages.setdefault(kind, []).append(moment - float(task["finished_at"]))
+    for kind, row in by_kind.items():
+        row["token_age_at_worker_seconds"] = percentiles(ages.get(kind, []))
+    return dict(sorted(by_kind.items()))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,7 @@ def summary_text(document: dict[str, Any]) -> str:
         f" {figures['table_writes_per_task']}",
     ]
     lines.extend(_failure_lines(verdict.get("failures_explained", {})))
+    lines.extend(_kind_lines(figures.get("by_kind", {})))
     lines.extend(_workload_lines(document))
     lines.append(
         "  token age when a waiting worker (the client) had it: "
@@ -264,3 +266,15 @@ def _failure_lines(explained: dict[str, dict[str, Any]]) -> list[str]:
         f"    {count} x {', '.join(str(part) for part in group if part)}"
         for group, count in groups.most_common(6)
     ]
+
+
+def _kind_lines(by_kind: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per kind of the mix (infra/chaos/kind_mix.py): lost, wrong, age in hand."""
+    lines = ["  per kind (tasks: lost / wrong; answer age when a waiting worker had it p50/p95):"]
+    for kind, row in by_kind.items():
+        age = row.get("token_age_at_worker_seconds", {})
+        lines.append(
+            f"    {kind}: {row['tasks']}: {row['lost']} / {row['wrong']};"
+            f" age {age.get('p50', '-')} / {age.get('p95', '-')} s (n={age.get('count', 0)})"
+        )
+    return lines if by_kind else []

@@ -26,6 +26,7 @@ from infra.chaos.checker import (
     Verdict,
     emitted_metrics,
     figures,
+    figures_by_kind,
     forged_decisions,
     forged_provisional,
     table_items,
@@ -34,6 +35,7 @@ from infra.chaos.checker import (
     verdict,
 )
 from infra.chaos.drain import DrainOutcome, DrainPolicy, Observation, wait_until_quiet
+from infra.chaos.kind_mix import PAGE_URL, SITEKEY
 from infra.chaos.result_events import (
     EVENT_DUPLICATE_RATE,
     result_events_report,
@@ -42,8 +44,6 @@ from infra.chaos.result_events import (
 from infra.chaos.scenario import Scenario
 from infra.chaos.waiting import PATIENCE_SECONDS, WaitingWorkers, token_age_at_worker
 from infra.chaos.workload import (
-    PAGE_URL,
-    SITEKEY,
     ForgeryLog,
     SubmitLog,
     forge_callbacks,
@@ -409,6 +409,9 @@ class ChaosRun:
                 "unanswered_submits": unanswered_submits(truth, items, submits.accepted),
                 "throughput": throughput(truth, submits.first_at, submits.last_at),
                 "token_age_at_worker": token_age_at_worker(truth, self._waiters.had_at),
+                "by_kind": figures_by_kind(
+                    truth, judged.lost, judged.wrong_code, self._waiters.had_at
+                ),
             },
             baseline=_baseline_report(baseline_parts) if baseline_parts else None,
             submits={"answers": dict(submits.answers), "errors": dict(submits.errors)},

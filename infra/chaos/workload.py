@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 
 import requests
 
+from infra.chaos.kind_mix import documents
 from infra.local.signing import local_signed_session
 
-SITEKEY = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-"
-PAGE_URL = "https://www.google.com/recaptcha/api2/demo"
 SUBMIT_THREADS = 8
 SUBMIT_PATIENCE_SECONDS = 90.0
 RETRY_PAUSE_SECONDS = 2.0
@@ -63,22 +62,21 @@ class SubmitLog:
 def submit_via_api(
     api_url: str, on_accepted: Callable[[str], None] = lambda _task_id: None
 ) -> Callable[[SubmitLog], None]:
-    """A worker that retries a refused connection, as any worker would while the API is down.
+    """Workers submitting the kinds of infra.chaos.kind_mix in its proportions, each retrying
+    a refused connection, as any worker would while the API is down.
 
     A 503 is not retried: it may carry the id of a task the provider already accepted.
     `on_accepted` hears every task id a submit returned.
     """
     session = local_signed_session()
+    mix = documents()
 
     def submit(log: SubmitLog) -> None:
         give_up = time.monotonic() + SUBMIT_PATIENCE_SECONDS
+        document = next(mix)
         while True:
             try:
-                answer = session.post(
-                    f"{api_url}/tasks",
-                    json={"method": "userrecaptcha", "sitekey": SITEKEY, "page_url": PAGE_URL},
-                    timeout=30,
-                )
+                answer = session.post(f"{api_url}/tasks", json=document, timeout=30)
             except requests.ConnectionError as error:
                 if time.monotonic() < give_up:
                     time.sleep(RETRY_PAUSE_SECONDS)
@@ -208,7 +206,7 @@ def _forgery(
     leaked URL's own is known (a URL answering for its own task is the provider's pingback, not
     a forgery: the CI run once counted such an answer, early in the run, as a forged decision)."""
     victim_id = tasks[attempt % len(tasks)][0]
-    urls = [url for _, url in tasks if url and "/callback/v1." in url]
+    urls = [url for _, url in tasks if url and "/callback/v2." in url]
     if kind == "wrong_secret" or not urls:
         return f"{api_url}/callback/forged{attempt:020d}", victim_id
     leaked = urls[(attempt * 7 + 3) % len(urls)]
@@ -219,6 +217,6 @@ def _forgery(
         newest = max(int(task_id) for task_id, _ in tasks)
         return leaked, str(newest + 1 + attempt % 97)
     base, _, capability = leaked.rpartition("/")
-    _, nonce, mac = capability.split(".")
-    forged = f"v1.{nonce}.{mac[::-1]}" if attempt % 2 else f"v1.{mac}.{nonce}"
+    _, nonce, issued, mac = capability.split(".")
+    forged = f"v2.{nonce}.{issued}.{mac[::-1]}" if attempt % 2 else f"v2.{mac}.{issued}.{nonce}"
     return f"{base}/{forged}", victim_id

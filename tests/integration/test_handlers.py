@@ -224,11 +224,11 @@ class TestSubmit:
         assert answer["statusCode"] == 202
         task_id = json.loads(answer["body"])["task_id"]
         ((submitted_id, url),) = fake.submitted
-        base = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com/callback/v1."
+        base = "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com/callback/v2."
         assert submitted_id == task_id and url.startswith(base) and SECRET not in url
         stored = handlers.item(task_id)
         assert stored is not None and stored["status"]["S"] == "PENDING" and "due_at" in stored
-        assert url.split(".")[-2] == stored["nonce"]["S"]
+        assert url.split(".")[-3] == stored["nonce"]["S"]
         assert stored["owner"]["S"] == "arn:aws:iam::123456789012:user/captcha-worker"
 
     def test_given_the_table_down_the_registration_goes_to_the_dlq_and_replays(

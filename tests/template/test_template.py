@@ -33,6 +33,8 @@ COMMON_ENV = {
     "RECAPTCHA_TOKEN_LIFETIME_SECONDS",
     "HCAPTCHA_TOKEN_LIFETIME_SECONDS",
     "TURNSTILE_TOKEN_LIFETIME_SECONDS",
+    # Bounds pingback capabilities and provisional results too, so every function has it.
+    "RETENTION_SECONDS",
     "GEETEST_TOKEN_LIFETIME_SECONDS",
     "CLOUDFLARE_CLEARANCE_LIFETIME_SECONDS",
 }
@@ -57,6 +59,8 @@ FUNCTION_ENV = {
         "PUBLIC_BASE_URL",
         "CALLBACK_TIMEOUT_SECONDS",
         "EXPECTED_SOLVE_SECONDS",
+        "PROVIDER_BASE_URL",
+        "PROVIDER_API_KEY_PARAMETER",
     },
     "ReportFunction": {
         "PROVIDER_BASE_URL",
@@ -79,6 +83,7 @@ FUNCTION_ENV = {
         "PUBLIC_BASE_URL",
         "CALLBACK_TIMEOUT_SECONDS",
     },
+    "PingbackForwardFunction": set(),
     "CompatResultFunction": {
         "WORKER_KEYS_TABLE_NAME",
         "ADMIN_PRINCIPAL_ARN",
@@ -93,7 +98,6 @@ FUNCTION_ENV = {
         "PROVIDER_BATCH_IDS",
         "POLL_BACKOFF_BASE_SECONDS",
         "POLL_BACKOFF_MAX_SECONDS",
-        "RETENTION_SECONDS",
         "POLLER_MAX_REQUESTS_PER_SWEEP",
     },
 }
@@ -123,8 +127,8 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
     # No queue: a worker whose registration gets a 503 retries it (registration is idempotent).
     "RegisterFunction": {
         "dynamodb:UpdateItem": {TABLE},
-        "dynamodb:GetItem": {TABLE},
         "secretsmanager:GetSecretValue": {"CallbackSecret"},
+        "ssm:GetParameter": {"ProviderApiKeyParameterName"},
     },
     "ReportFunction": {
         "dynamodb:UpdateItem": {TABLE},
@@ -149,6 +153,10 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
         "sqs:SendMessage": {"DeadLetterQueue"},
         "secretsmanager:GetSecretValue": {"CallbackSecret"},
         "ssm:GetParameter": {"ProviderApiKeyParameterName"},
+    },
+    "PingbackForwardFunction": {
+        "dynamodb:GetItem": {TABLE},
+        "sqs:SendMessage": {"PingbackForwardFailedQueue"},
     },
     "CompatResultFunction": {
         "dynamodb:GetItem": {TABLE, "WorkerKeysTable"},
