@@ -82,7 +82,10 @@ def nonce_of(capability_token: str) -> str:
 
 def _sample_capability(seed: int) -> str:
     """Deterministic: the committed events do not change when regenerated."""
-    return capability.mint(SAMPLE_CALLBACK_SECRET, random_bytes=lambda n: bytes([seed]) * n).token
+    minted = capability.mint(
+        SAMPLE_CALLBACK_SECRET, SAMPLE_EPOCH_MS / 1000, random_bytes=lambda n: bytes([seed]) * n
+    )
+    return minted.token
 
 
 COMMITTED_SAMPLE = SampleTasks(

@@ -115,9 +115,8 @@ def concurrency_check(aws: Aws, parameters: Mapping[str, str]) -> Check:
     }
     wanted = sum(reserved.values())
     room = max(0, unreserved - MINIMUM_UNRESERVED)
-    found = (
-        f"account limit {limit}, {unreserved} unreserved now; this deploy reserves {wanted}"
-        + (f" ({', '.join(f'{n}={v}' for n, v in sorted(reserved.items()))})" if reserved else "")
+    found = f"account limit {limit}, {unreserved} unreserved now; this deploy reserves {wanted}" + (
+        f" ({', '.join(f'{n}={v}' for n, v in sorted(reserved.items()))})" if reserved else ""
     )
     if wanted <= room:
         low = (
