@@ -112,6 +112,10 @@ def test_every_kind_gets_exactly_the_providers_answer(
     clearance = solved["cloudflare_challenge"].answer or {}
     assert clearance["user_agent"] == "Mozilla/5.0 (X11; Linux x86_64)"
     assert solved["normal"].usable_until is None and solved["recaptcha"].usable_until is not None
+    verdicts = {
+        name: client.report(s.task_id, correct=name != "normal") for name, s in solved.items()
+    }
+    assert verdicts == {name: "bad" if name == "normal" else "good" for name in solved}
 
 
 @pytest.mark.parametrize("pingbacks", ["delivered", "dropped"])
