@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pingback_guard.domain.errors import ConfigurationError
+from pingback_guard.domain.principals import owner_of
 from pingback_guard.domain.task import TokenLifetimes
 
 if TYPE_CHECKING:
@@ -89,6 +90,11 @@ class _Env:
         if parts.query or parts.fragment or parts.username or parts.password:
             raise ConfigurationError(f"{name} must have no query, fragment or credentials")
         return value
+
+
+def admin_principal(env: _Env) -> str:
+    arn = env.optional_text("ADMIN_PRINCIPAL_ARN")
+    return owner_of(arn) if arn else ""
 
 
 def retention_seconds(env: _Env) -> float:
@@ -213,7 +219,8 @@ class WorkerTaskSettings:
         return {
             "table": TableSettings.from_env(env),
             "provider": ProviderSettings.from_env(env),
-            "admin_principal_arn": env.optional_text("ADMIN_PRINCIPAL_ARN"),
+            # Compared as callers are: a role ARN without its path (domain/principals.py).
+            "admin_principal_arn": admin_principal(env),
         }
 
 

@@ -21,7 +21,10 @@ from infra.chaos.workload import is_forged_code
 # poller's lease, one item per pingback URL.
 NON_TASK_KEY_PREFIX = "#"
 
+# The store's result writes (pingback_guard.data.dynamodb), told apart by their expressions:
+# tests/integration/test_chaos_write_markers.py runs them against the real store.
 RESULT_WRITE_MARKERS = ("solution = :code", "#status = :failed")
+PROVISIONAL_CONDITION = "attribute_not_exists(#status)"
 CONDITION_REFUSED = "ConditionalCheckFailedException"
 TABLE_WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem", "BatchWriteItem"})
 
@@ -208,7 +211,11 @@ def result_writes_per_task(calls: Iterable[Mapping[str, Any]]) -> Counter[str]:
 
 
 def _is_provisional(call: Mapping[str, Any]) -> bool:
-    return "nonce = :nonce" in (call.get("update_expression") or "")
+    """Kept for an id no task holds yet: only where no item exists (a registered task's
+    pingback write sets its nonce too, under other conditions)."""
+    return "nonce = :nonce" in (call.get("update_expression") or "") and (
+        call.get("condition_expression") == PROVISIONAL_CONDITION
+    )
 
 
 def _is_result_write(call: Mapping[str, Any]) -> bool:

@@ -57,6 +57,7 @@ def test_provisional_writes_do_not_count_as_a_tasks_result_writes() -> None:
             "outcome": "ok",
             "task_ids": ["7"],
             "update_expression": "SET solution = :code, nonce = :nonce REMOVE due_at",
+            "condition_expression": "attribute_not_exists(#status)",
         },
         {
             "operation": "UpdateItem",

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from infra.lambda_context import FakeLambdaContext
+from pingback_guard.domain.bounded_json import MAX_JSON_DEPTH
 from pingback_guard.logic import capability
 from tests.fakes import FakeProvider, nonce_for
 from tests.integration.handler_support import (
@@ -576,3 +577,27 @@ def test_replay_never_crashes(handlers: Handlers, body: str) -> None:
     record = event("sqs_receive_message.json")["Records"][0] | {"body": body}
     answer = handlers.load("replay").handler({"Records": [record]}, FakeLambdaContext())
     assert answer == {"batchItemFailures": [{"itemIdentifier": record["messageId"]}]}
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 5_000])
+def test_nested_json_is_a_400_on_every_json_route(
+    handlers: Handlers, submitted: tuple[Handler, FakeProvider], depth: int
+) -> None:
+    """One bounded parser (bytes and depth) on every route: never a RecursionError 500."""
+    body = "[" * depth + "]" * depth
+    routes: list[tuple[Handler, dict[str, Any]]] = [
+        (submitted[0], body_event("submit_task.json", body)),
+        (call(handlers.load("register")), body_event("register_task.json", body)),
+        (call(handlers.load("report")), body_event("report_task.json", body)),
+    ]
+    pingback = callback_get("4700", TOKEN)
+    pingback["requestContext"]["http"]["method"] = "POST"
+    pingback["headers"]["content-type"] = "application/json"
+    pingback["body"], pingback["isBase64Encoded"] = body, False
+    for handler, shaped in routes:
+        answer = handler(shaped)
+        assert answer["statusCode"] == 400, answer
+        assert json.loads(answer["body"])["error"] in {"invalid_body", "invalid_field"}
+    answer = call(handlers.load("callback"))(pingback)
+    assert answer["statusCode"] == 400 and "nest" in answer["body"]
+    assert submitted[1].submitted == [] and handlers.item("4700") is None

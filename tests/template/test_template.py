@@ -633,7 +633,9 @@ def test_tasks_table(resources: dict[str, Any]) -> None:
     assert properties["SSESpecification"] == {"SSEEnabled": True}
     # Read by the result events pipe only (tests/template/test_result_events.py).
     assert properties["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
-    assert table["DeletionPolicy"] == "Retain"
+    # Kept when the stack goes, deleted when the first deploy fails (nothing left billed).
+    assert table["DeletionPolicy"] == "RetainExceptOnCreate"
+    assert table["UpdateReplacePolicy"] == "Retain"
 
 
 def test_queues(resources: dict[str, Any]) -> None:
@@ -1009,6 +1011,9 @@ ACCESS_LOG_METRICS = {
     "ApiCallback5xxFilter": ("ApiCallback5xx", '"* /callback/*"', '"5*"'),
     "ApiTasksThrottledFilter": ("ApiTasksThrottled", '"* /tasks*"', '"429"'),
     "ApiTasks4xxFilter": ("ApiTasks4xx", '"* /tasks*"', '"4*"'),
+    "ApiTasks4xxPingbackUrlsFilter": ("ApiTasks4xx", '"POST /pingback-urls"', '"4*"'),
+    "ApiTasks5xxPingbackUrlsFilter": ("ApiTasks5xx", '"POST /pingback-urls"', '"5*"'),
+    "ApiTasksThrottledPingbackUrlsFilter": ("ApiTasksThrottled", '"POST /pingback-urls"', '"429"'),
     "ApiTasks5xxFilter": ("ApiTasks5xx", '"* /tasks*"', '"5*"'),
 }
 
@@ -1055,7 +1060,8 @@ def test_every_function_has_parameterised_reserved_concurrency(
     }
     assert re.fullmatch(template["Parameters"][parameter]["AllowedPattern"], "")
     assert not re.fullmatch(template["Parameters"][parameter]["AllowedPattern"], "0")
-    assert template["Parameters"]["CallbackReservedConcurrency"]["Default"] != ""
+    # Nothing reserved unless asked: a 10-concurrency account can deploy the defaults.
+    assert template["Parameters"][parameter]["Default"] == ""
 
 
 INTEGER_PARAMETERS = {
@@ -1172,3 +1178,10 @@ def test_push_connect_needs_iam_and_the_push_rule_reads_the_result_bus(
     rule = resources["PushFunction"]["Properties"]["Events"]["FinalResults"]["Properties"]
     assert rule["EventBusName"] == {"Ref": "ResultEventBus"}
     assert rule["Pattern"] == {"source": ["pingback-guard"], "detail-type": ["Task Result"]}
+
+
+def test_throttled_task_requests_are_not_counted_as_misconfigured_workers(
+    resources: dict[str, Any],
+) -> None:
+    for name in ("ApiTasks4xxFilter", "ApiTasks4xxPingbackUrlsFilter"):
+        assert '($.status != "429")' in resources[name]["Properties"]["FilterPattern"], name
