@@ -91,6 +91,12 @@ static-checks: lint typecheck template-check
 suites: $(STAMP) $(DDB_LOCAL_STAMP)
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 
+# Before a first deploy: the account's concurrency limit, the Powertools layer parameter in the
+# target region (AWS_REGION / your AWS config), the provider API key parameter, the alarm e-mail.
+# CONFIG_ENV=prod checks samconfig.toml's [prod] parameters.
+preflight: $(STAMP)
+	$(VENV)/bin/pingback-guard preflight --config-env $(or $(CONFIG_ENV),default)
+
 demo: $(STAMP)
 	$(PY) -m infra.chaos --profile demo --out out/chaos
 

@@ -16,6 +16,7 @@ _ACCOUNT = "123456789012"
 # Ids shaped like a deployment's, for the resources functions' variables refer to.
 PLACEHOLDER_IDS = {
     "TasksTable": "pingback-guard-TasksTable-1A2B3C4D5E6F",
+    "WorkerKeysTable": "pingback-guard-WorkerKeysTable-1A2B3C4D5E6F",
     "DeadLetterQueue": (
         f"https://sqs.{PLACEHOLDER_REGION}.amazonaws.com/{_ACCOUNT}/pingback-guard-DeadLetterQueue-1A2B3C"
     ),

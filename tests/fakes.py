@@ -28,12 +28,16 @@ from pingback_guard.domain.lease import PollerLease
 from pingback_guard.domain.task import (
     CaptchaRequest,
     DueTask,
+    IssuedPingbackUrl,
     NewTask,
+    PingbackUrlClaim,
+    RegistrationOutcome,
     ReportAttempt,
     ReportClaim,
     StoreOutcome,
     SubmissionOutcome,
     Task,
+    TaskOrigin,
     TaskResult,
     TaskStatus,
     TokenLifetimes,
@@ -64,6 +68,9 @@ class InMemoryTaskStore:
         self.token_lifetime_seconds: dict[str, float] = {}
         self.report_leases: dict[str, float] = {}
         self.rescheduled: list[str] = []
+        # Per pingback URL nonce: "issued" (IssuedPingbackUrl), "registered_task",
+        # "provisional_task".
+        self.pingback_urls: dict[str, dict[str, object]] = {}
         self._lock = threading.Lock()
 
     def _maybe_fail(self) -> None:
@@ -82,38 +89,96 @@ class InMemoryTaskStore:
             self.writes += 1
             existing = self.tasks.get(task.task_id)
             if existing is not None and existing.submitted_at is not None:
-                return SubmissionOutcome.ALREADY_REGISTERED
-            if existing is not None and task.nonce is not None and existing.nonce == task.nonce:
-                self.tasks[task.task_id] = replace(
-                    existing,
-                    request=task.request,
-                    submitted_at=task.submitted_at,
-                    owner=task.owner,
-                    forward_url=task.forward_url,
-                )
-                return SubmissionOutcome.RESULT_ALREADY_STORED
-            lifetime = lifetime_seconds(self.lifetimes, task.request.method)
-            self.token_lifetime_seconds[task.task_id] = (
-                RESULT_TTL_SECONDS if lifetime is None else lifetime
-            )
-            self.tasks[task.task_id] = Task(
-                task.task_id,
-                TaskStatus.PENDING,
-                task.request,
-                task.submitted_at,
-                None,
-                None,
-                None,
-                None,
-                0,
-                task.first_poll_at,
+                if existing.origin is not TaskOrigin.REGISTER:
+                    return SubmissionOutcome.ALREADY_REGISTERED
+                self._write_pending(task)
+                return SubmissionOutcome.REGISTRATION_REPLACED
+            return self._take_over(task, existing)
+
+    def _take_over(self, task: NewTask, existing: Task | None) -> SubmissionOutcome:
+        if existing is not None and task.nonce is not None and existing.nonce == task.nonce:
+            self.tasks[task.task_id] = replace(
+                existing,
+                request=task.request,
+                submitted_at=task.submitted_at,
                 owner=task.owner,
-                nonce=task.nonce,
+                origin=task.origin,
                 forward_url=task.forward_url,
             )
-            if existing is not None:
-                return SubmissionOutcome.PROVISIONAL_DISCARDED
-            return SubmissionOutcome.CREATED
+            return SubmissionOutcome.RESULT_ALREADY_STORED
+        self._write_pending(task)
+        if existing is not None:
+            return SubmissionOutcome.PROVISIONAL_DISCARDED
+        return SubmissionOutcome.CREATED
+
+    def _write_pending(self, task: NewTask) -> None:
+        lifetime = lifetime_seconds(self.lifetimes, task.request.method)
+        self.token_lifetime_seconds[task.task_id] = (
+            RESULT_TTL_SECONDS if lifetime is None else lifetime
+        )
+        self.tasks[task.task_id] = Task(
+            task.task_id,
+            TaskStatus.PENDING,
+            task.request,
+            task.submitted_at,
+            None,
+            None,
+            None,
+            None,
+            0,
+            task.first_poll_at,
+            owner=task.owner,
+            nonce=task.nonce,
+            origin=task.origin,
+            forward_url=task.forward_url,
+        )
+
+    def record_registration(self, task: NewTask) -> RegistrationOutcome:
+        with self._guarded():
+            self.writes += 1
+            existing = self.tasks.get(task.task_id)
+            if existing is None or existing.submitted_at is None:
+                taken = self._take_over(task, existing)
+                if taken is SubmissionOutcome.PROVISIONAL_DISCARDED:
+                    return RegistrationOutcome.PROVISIONAL_DISCARDED
+                return RegistrationOutcome.CREATED
+            if existing.nonce == task.nonce or existing.rivals.get(str(task.nonce)) == task.owner:
+                same = existing.request == task.request and task.owner in {
+                    existing.owner,
+                    existing.rivals.get(str(task.nonce)),
+                }
+                return (
+                    RegistrationOutcome.SAME_AGAIN if same else RegistrationOutcome.DIFFERENT_DATA
+                )
+            contestable = existing.origin is TaskOrigin.REGISTER
+            if not contestable or existing.status is not TaskStatus.PENDING:
+                return RegistrationOutcome.HELD_ELSEWHERE
+            if task.nonce is None or task.owner is None:
+                return RegistrationOutcome.HELD_ELSEWHERE
+            self.tasks[task.task_id] = replace(
+                existing, rivals={**existing.rivals, task.nonce: task.owner}, due_at=None
+            )
+            return RegistrationOutcome.CONTESTED
+
+    def record_pingback_url(self, issued: IssuedPingbackUrl) -> None:
+        with self._guarded():
+            self.writes += 1
+            self.pingback_urls[issued.nonce] = {"issued": issued}
+
+    def claim_pingback_url(
+        self, nonce: str, owner: str, task_id: str, now: float
+    ) -> PingbackUrlClaim:
+        with self._guarded():
+            self.writes += 1
+            record = self.pingback_urls.get(nonce, {})
+            issued = record.get("issued")
+            if not isinstance(issued, IssuedPingbackUrl):
+                return PingbackUrlClaim.REFUSED
+            if issued.owner != owner or issued.register_by < now:
+                return PingbackUrlClaim.REFUSED
+            if record.setdefault("registered_task", task_id) != task_id:
+                return PingbackUrlClaim.REFUSED
+            return PingbackUrlClaim.CLAIMED
 
     def record_result(self, result: TaskResult) -> StoreOutcome:
         with self._guarded():
@@ -151,7 +216,15 @@ class InMemoryTaskStore:
         not fit that item."""
         self.writes += 1
         existing = self.tasks.get(result.task_id)
-        return existing, _proof_refusal(result, existing)
+        refusal = _proof_refusal(result, existing)
+        if refusal is None and existing is None and result.needs_pingback_proof:
+            record = self.pingback_urls.setdefault(str(result.nonce), {})
+            registered = record.get("registered_task", result.task_id)
+            if registered != result.task_id or (
+                record.setdefault("provisional_task", result.task_id) != result.task_id
+            ):
+                refusal = StoreOutcome.REJECTED
+        return existing, refusal
 
     def mark_expired(self, task_id: str, now: float) -> bool:
         with self._guarded():
@@ -316,7 +389,7 @@ def _proof_refusal(result: TaskResult, existing: Task | None) -> StoreOutcome | 
     if existing is None:
         return None if result.nonce is not None else StoreOutcome.REJECTED
     if result.nonce is not None:
-        fits = existing.nonce == result.nonce
+        fits = existing.nonce == result.nonce or result.nonce in existing.rivals
     else:
         fits = existing.nonce is None and existing.submitted_at is not None
     return None if fits else StoreOutcome.REJECTED
@@ -347,9 +420,20 @@ def _finished(
         error,
         existing.poll_attempts if existing else 0,
         None,
-        owner=existing.owner if existing else None,
-        nonce=existing.nonce if existing else result.nonce,
+        owner=_decided_owner(existing, result),
+        nonce=result.nonce if existing is None or result.nonce else existing.nonce,
+        origin=existing.origin if existing else None,
+        forward_url=existing.forward_url if existing else None,
     )
+
+
+def _decided_owner(existing: Task | None, result: TaskResult) -> str | None:
+    """A pingback with a rival claim's nonce gives the task to that claim's owner."""
+    if existing is None:
+        return None
+    if result.needs_pingback_proof and result.nonce in existing.rivals:
+        return existing.rivals[str(result.nonce)]
+    return existing.owner
 
 
 @dataclass

@@ -7,6 +7,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from pingback_guard.data.store import TaskStore
+from pingback_guard.domain.errors import StoreError
 from pingback_guard.domain.task import NewTask, TaskResult
 from pingback_guard.logic.get_task import Lookup, ReadThroughOutcome
 from pingback_guard.logic.results import Delivery, judged_answer
@@ -48,6 +49,18 @@ def count_provisional_discarded(task: NewTask) -> None:
     logger.warning("provisional result discarded", extra={"task_id": task.task_id})
 
 
+def count_registration_replaced(task: NewTask) -> None:
+    """This stack's own submit took an id a worker had registered: a guessed id, or a race."""
+    metrics.add_metric(name="RegistrationReplaced", unit=MetricUnit.Count, value=1)
+    logger.warning("registration replaced by this stack's submit", extra={"task_id": task.task_id})
+
+
+def count_claim_clash(task: NewTask, outcome: str) -> None:
+    """A registration of an id another task holds (contested, or held by a submit)."""
+    metrics.add_metric(name="RegistrationClash", unit=MetricUnit.Count, value=1)
+    logger.warning("registration clash", extra={"task_id": task.task_id, "clash": outcome})
+
+
 def record_read_through(task_id: str, found: Lookup) -> None:
     """The metrics of a read that checked res.php (GET /tasks/{id}, res.php get)."""
     if found.read_through is None:
@@ -71,6 +84,13 @@ def note_answer(task_id: str, kind: str | None, fits: bool) -> None:
 
 
 def note_stored_answer(store: TaskStore, result: TaskResult) -> None:
-    """Judge a newly stored answer against its task's kind (one read of the task)."""
-    judged = judged_answer(store, result)
+    """Judge a newly stored answer against its task's kind (one read of the task). Never raises:
+    the answer is stored already, and an unreadable table only leaves it unjudged."""
+    try:
+        judged = judged_answer(store, result)
+    except StoreError as error:
+        logger.warning(
+            "stored answer not judged", extra={"task_id": result.task_id, "reason": str(error)}
+        )
+        return
     note_answer(result.task_id, judged.kind, judged.parsed.fits)

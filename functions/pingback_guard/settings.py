@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pingback_guard.domain.errors import ConfigurationError
+from pingback_guard.domain.principals import owner_of
 from pingback_guard.domain.task import TokenLifetimes
 
 if TYPE_CHECKING:
@@ -21,8 +22,6 @@ if TYPE_CHECKING:
 
 MAX_IDS_PER_RES_REQUEST = 100
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-# A pingback for an id no task registered yet is kept this long; registering the task extends it.
-DEFAULT_UNREGISTERED_RESULT_TTL_SECONDS = 86400
 # A revoked callback secret stops working within this long (per container cache).
 DEFAULT_CALLBACK_SECRET_CACHE_SECONDS = 60
 
@@ -93,10 +92,32 @@ class _Env:
         return value
 
 
+def admin_principal(env: _Env) -> str:
+    arn = env.optional_text("ADMIN_PRINCIPAL_ARN")
+    return owner_of(arn) if arn else ""
+
+
+def retention_seconds(env: _Env) -> float:
+    """How long after submit (or registration) a task is still looked for (RetentionSeconds)."""
+    return env.number("RETENTION_SECONDS", 10, 86400)
+
+
 @dataclass(frozen=True)
 class CallbackSecretSettings:
+    """The callback secret, and how long the capabilities it signs count.
+
+    A capability from POST /pingback-urls must be registered within the retention window of its
+    issue; the provider may then deliver up to a retention window after that: a pingback URL is
+    refused once it is two retention windows old.
+    """
+
     secret_id: str
     cache_seconds: int
+    registration_window_seconds: float
+
+    @property
+    def capability_max_age_seconds(self) -> float:
+        return 2 * self.registration_window_seconds
 
     @classmethod
     def from_env(cls, env: _Env) -> CallbackSecretSettings:
@@ -106,6 +127,7 @@ class CallbackSecretSettings:
             cache_seconds=env.integer(
                 "CALLBACK_SECRET_CACHE_SECONDS", 0, 300, DEFAULT_CALLBACK_SECRET_CACHE_SECONDS
             ),
+            registration_window_seconds=retention_seconds(env),
         )
 
 
@@ -116,7 +138,8 @@ class TableSettings:
     due_shards: int
     result_ttl_seconds: int
     token_lifetimes: TokenLifetimes
-    unregistered_result_ttl_seconds: int = DEFAULT_UNREGISTERED_RESULT_TTL_SECONDS
+    # A pingback for an id no task registered yet is kept one retention window.
+    provisional_ttl_seconds: int
 
     @classmethod
     def from_env(cls, env: _Env) -> TableSettings:
@@ -125,12 +148,7 @@ class TableSettings:
             due_index_name=env.text("DUE_INDEX_NAME"),
             due_shards=env.integer("DUE_SHARDS", 1, 256),
             result_ttl_seconds=env.integer("RESULT_TTL_DAYS", 1, 365) * 86400,
-            unregistered_result_ttl_seconds=env.integer(
-                "UNREGISTERED_RESULT_TTL_SECONDS",
-                300,
-                7 * 86400,
-                DEFAULT_UNREGISTERED_RESULT_TTL_SECONDS,
-            ),
+            provisional_ttl_seconds=int(retention_seconds(env)),
             token_lifetimes=TokenLifetimes(
                 recaptcha=env.number("RECAPTCHA_TOKEN_LIFETIME_SECONDS", 1, 3600),
                 hcaptcha=env.number("HCAPTCHA_TOKEN_LIFETIME_SECONDS", 1, 3600),
@@ -201,7 +219,8 @@ class WorkerTaskSettings:
         return {
             "table": TableSettings.from_env(env),
             "provider": ProviderSettings.from_env(env),
-            "admin_principal_arn": env.optional_text("ADMIN_PRINCIPAL_ARN"),
+            # Compared as callers are: a role ARN without its path (domain/principals.py).
+            "admin_principal_arn": admin_principal(env),
         }
 
 
@@ -260,11 +279,17 @@ class RegisterSettings:
 
     table: TableSettings
     pingbacks: PingbackIssueSettings
+    # res.php: a registered id must be one the provider has handed out.
+    provider: ProviderSettings
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> RegisterSettings:
         env = _Env(environ)
-        return cls(table=TableSettings.from_env(env), pingbacks=PingbackIssueSettings.from_env(env))
+        return cls(
+            table=TableSettings.from_env(env),
+            pingbacks=PingbackIssueSettings.from_env(env),
+            provider=ProviderSettings.from_env(env),
+        )
 
 
 @dataclass(frozen=True)
@@ -312,7 +337,7 @@ class PollerSettings:
             table=TableSettings.from_env(env),
             provider=ProviderSettings.from_env(env),
             policy=PollPolicy(
-                retention_seconds=env.number("RETENTION_SECONDS", 10, 86400),
+                retention_seconds=retention_seconds(env),
                 # 2captcha: no more often than every 5 s per task.
                 backoff_base_seconds=env.number("POLL_BACKOFF_BASE_SECONDS", 5, 3600),
                 backoff_max_seconds=backoff_max_seconds(env),
@@ -407,3 +432,14 @@ class CompatResultSettings:
             report_window_seconds=ReportSettings.from_env(environ).report_window_seconds,
             worker_keys_table=env.text("WORKER_KEYS_TABLE_NAME"),
         )
+
+
+@dataclass(frozen=True)
+class ForwardSettings:
+    """The result forward reads the task (its result and the worker's own pingback URL)."""
+
+    table: TableSettings
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> ForwardSettings:
+        return cls(table=TableSettings.from_env(_Env(environ)))

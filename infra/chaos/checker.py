@@ -17,10 +17,14 @@ from infra.chaos.kind_mix import KIND_OF_METHOD
 from infra.chaos.verdicts import CheckVerdict
 from infra.chaos.workload import is_forged_code
 
-# The poller's lease item (pingback_guard.data.dynamodb.POLLER_LEASE_KEY): not a task.
-POLLER_LEASE_KEY = "#poller-lease"
+# Keys of items that are not tasks (pingback_guard.data.dynamodb.NON_TASK_KEY_PREFIX): the
+# poller's lease, one item per pingback URL.
+NON_TASK_KEY_PREFIX = "#"
 
+# The store's result writes (pingback_guard.data.dynamodb), told apart by their expressions:
+# tests/integration/test_chaos_write_markers.py runs them against the real store.
 RESULT_WRITE_MARKERS = ("solution = :code", "#status = :failed")
+PROVISIONAL_CONDITION = "attribute_not_exists(#status)"
 CONDITION_REFUSED = "ConditionalCheckFailedException"
 TABLE_WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem", "BatchWriteItem"})
 
@@ -207,7 +211,11 @@ def result_writes_per_task(calls: Iterable[Mapping[str, Any]]) -> Counter[str]:
 
 
 def _is_provisional(call: Mapping[str, Any]) -> bool:
-    return "nonce = :nonce" in (call.get("update_expression") or "")
+    """Kept for an id no task holds yet: only where no item exists (a registered task's
+    pingback write sets its nonce too, under other conditions)."""
+    return "nonce = :nonce" in (call.get("update_expression") or "") and (
+        call.get("condition_expression") == PROVISIONAL_CONDITION
+    )
 
 
 def _is_result_write(call: Mapping[str, Any]) -> bool:
@@ -285,7 +293,7 @@ def table_items(pages: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
     for page in pages:
         for raw in page.get("Items", []):
             item = {k: deserializer.deserialize(v) for k, v in raw.items()}
-            if item["task_id"] != POLLER_LEASE_KEY:  # the poller's lease, not a task
+            if not str(item["task_id"]).startswith(NON_TASK_KEY_PREFIX):
                 items[str(item["task_id"])] = item
     return items
 

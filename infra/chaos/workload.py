@@ -206,7 +206,7 @@ def _forgery(
     leaked URL's own is known (a URL answering for its own task is the provider's pingback, not
     a forgery: the CI run once counted such an answer, early in the run, as a forged decision)."""
     victim_id = tasks[attempt % len(tasks)][0]
-    urls = [url for _, url in tasks if url and "/callback/v1." in url]
+    urls = [url for _, url in tasks if url and "/callback/v2." in url]
     if kind == "wrong_secret" or not urls:
         return f"{api_url}/callback/forged{attempt:020d}", victim_id
     leaked = urls[(attempt * 7 + 3) % len(urls)]
@@ -217,6 +217,6 @@ def _forgery(
         newest = max(int(task_id) for task_id, _ in tasks)
         return leaked, str(newest + 1 + attempt % 97)
     base, _, capability = leaked.rpartition("/")
-    _, nonce, mac = capability.split(".")
-    forged = f"v1.{nonce}.{mac[::-1]}" if attempt % 2 else f"v1.{mac}.{nonce}"
+    _, nonce, issued, mac = capability.split(".")
+    forged = f"v2.{nonce}.{issued}.{mac[::-1]}" if attempt % 2 else f"v2.{mac}.{issued}.{nonce}"
     return f"{base}/{forged}", victim_id

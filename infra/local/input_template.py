@@ -1,9 +1,11 @@
 """EventBridge Pipes input templates: `<$.json.path>` and `<aws.pipes.*>` placeholders.
 
 As Pipes does (docs: "Amazon EventBridge Pipes input transformation"): a string value is written
-as it is, without quotes and without escaping (so a template quotes its string placeholders); an
-object, array, number, boolean or null is written as JSON; a path the event does not have is
-written as nothing. Paths: dot notation, dashes, underscores, alphanumerics, array indices.
+without quotes (a template quotes its string placeholders) but JSON-escaped, since Pipes replaces
+the placeholders "to ensure valid JSON output" (only `aws.pipes.event.json` "isn't escaped"): a
+GeeTest answer's quotes or a backslash stay inside their string; an object, array, number,
+boolean or null is written as JSON; a path the event does not have is written as nothing.
+Paths: dot notation, dashes, underscores, alphanumerics, array indices.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def render(template: str, event: Any, reserved: Mapping[str, Any]) -> str:
         if value is _MISSING:
             return ""
         if isinstance(value, str):
-            return value
+            return json.dumps(value, ensure_ascii=False)[1:-1]
         return json.dumps(value, separators=(",", ":"))
 
     return _PLACEHOLDER.sub(value_of, template)

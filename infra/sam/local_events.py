@@ -92,7 +92,7 @@ def record_sample_tasks(
     # Provider-shaped ids (11 digits), new on every run so that reruns record new tasks.
     base = int(now * 10) % 10**10
     solved, failed = str(10**10 + base), str(2 * 10**10 + base)
-    minted = {task_id: capability.mint(secret) for task_id in (solved, failed)}
+    minted = {task_id: capability.mint(secret, now) for task_id in (solved, failed)}
     request = CaptchaRequest("userrecaptcha", dict(make_events.SAMPLE_REQUEST_FIELDS))
     for task_id, minted_for in minted.items():
         outcome = store.record_submission(

@@ -80,9 +80,16 @@ def nonce_of(capability_token: str) -> str:
     return capability_token.split(".")[1]
 
 
+# The committed samples' issue time: fixed, so they do not change when regenerated (a callback
+# refuses them once they are older than two retention windows; local_events mints fresh ones).
+SAMPLE_ISSUED_AT = 1_796_000_000
+
+
 def _sample_capability(seed: int) -> str:
     """Deterministic: the committed events do not change when regenerated."""
-    return capability.mint(SAMPLE_CALLBACK_SECRET, random_bytes=lambda n: bytes([seed]) * n).token
+    return capability.mint(
+        SAMPLE_CALLBACK_SECRET, SAMPLE_ISSUED_AT, random_bytes=lambda n: bytes([seed]) * n
+    ).token
 
 
 COMMITTED_SAMPLE = SampleTasks(

@@ -9,8 +9,8 @@ from infra.chaos.workload import FORGERY_KINDS, _forgery
 
 API = "http://127.0.0.1:3000"
 TASKS: list[tuple[str, str | None]] = [
-    ("1001", f"{API}/callback/v1.{'A' * 22}.{'B' * 21}Q"),
-    ("1050", f"{API}/callback/v1.{'C' * 22}.{'D' * 21}g"),
+    ("1001", f"{API}/callback/v2.{'A' * 22}.1800000000.{'B' * 21}Q"),
+    ("1050", f"{API}/callback/v2.{'C' * 22}.1800000000.{'D' * 21}g"),
 ]
 
 
@@ -26,7 +26,7 @@ def test_each_kind_aims_a_real_or_forged_url_at_a_task_that_is_not_the_urls_own(
         elif kind == "future_id":
             assert url in own and int(task_id) > 1050
         elif kind == "forged_capability":
-            assert url not in own and "/callback/v1." in url
+            assert url not in own and "/callback/v2." in url
         else:
             assert "/callback/forged" in url
 
@@ -57,6 +57,7 @@ def test_provisional_writes_do_not_count_as_a_tasks_result_writes() -> None:
             "outcome": "ok",
             "task_ids": ["7"],
             "update_expression": "SET solution = :code, nonce = :nonce REMOVE due_at",
+            "condition_expression": "attribute_not_exists(#status)",
         },
         {
             "operation": "UpdateItem",

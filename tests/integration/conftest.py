@@ -58,6 +58,7 @@ def table_settings() -> TableSettings:
         due_index_name="DueIndex",
         due_shards=SHARDS,
         result_ttl_seconds=7 * 86400,
+        provisional_ttl_seconds=600,
         token_lifetimes=TOKEN_LIFETIMES,
     )
 
@@ -94,6 +95,7 @@ def dynamodb_local_store(
         due_shards=table_settings.due_shards,
         result_ttl_seconds=table_settings.result_ttl_seconds,
         token_lifetimes=table_settings.token_lifetimes,
+        provisional_ttl_seconds=table_settings.provisional_ttl_seconds,
     )
     return DynamoDbTaskStore(client, settings)
 

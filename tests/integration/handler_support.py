@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import copy
 import json
 import time
@@ -41,10 +40,11 @@ def event(name: str) -> dict[str, Any]:
     return loaded
 
 
-def capability_for(task_id: str, secret: str = SECRET) -> str:
-    """The capability a submit for ``task_id`` would have minted (tests use a stable nonce)."""
-    nonce = nonce_for(task_id)
-    return capability.mint(secret, lambda _: base64.urlsafe_b64decode(nonce + "==")).token
+def capability_for(task_id: str, secret: str = SECRET, issued_at: float | None = None) -> str:
+    """The capability a submit for ``task_id`` would have minted (tests use a stable nonce),
+    issued now unless said otherwise."""
+    issued = time.time() if issued_at is None else issued_at
+    return capability.token_for(secret, nonce_for(task_id), int(issued))
 
 
 def callback_get(task_id: str, code: str, secret: str | None = None) -> dict[str, Any]:
@@ -143,7 +143,7 @@ class Handlers:
     def register(self, task_id: str, nonce: str | None = "own", owner: str | None = OWNER) -> None:
         """A PENDING task as submit records it (nonce None: a task from before per-task
         nonces)."""
-        settings = TableSettings(TABLE, "DueIndex", 4, 7 * 86400, TOKEN_LIFETIMES)
+        settings = TableSettings(TABLE, "DueIndex", 4, 7 * 86400, TOKEN_LIFETIMES, 600)
         store = DynamoDbTaskStore(self.stack["dynamodb"], settings)
         proven = nonce_for(task_id) if nonce == "own" else nonce
         request = token_request(

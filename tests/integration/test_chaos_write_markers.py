@@ -34,8 +34,9 @@ def test_a_stored_solution_and_a_stored_failure_each_count_as_one_result_write(a
     assert store.record_result(solved("200")) is StoreOutcome.STORED
     failure = TaskResult("201", "ERROR_CAPTCHA_UNSOLVABLE", DeliveryPath.POLL, 1030.0)
     assert store.record_failure(failure) is StoreOutcome.STORED
-    # A refused duplicate is not a write.
+    # A refused duplicate is not a write, nor is a result kept for an id no task holds yet.
     assert store.record_result(solved("200")) is not StoreOutcome.STORED
+    assert store.record_result(solved("202")) is StoreOutcome.STORED_UNREGISTERED
 
     assert result_writes_per_task(calls) == {"200": 1, "201": 1}
 

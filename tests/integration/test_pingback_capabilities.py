@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -16,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from infra.lambda_context import FakeLambdaContext
+from pingback_guard.domain.bounded_json import MAX_JSON_DEPTH
 from pingback_guard.logic import capability
 from tests.fakes import FakeProvider, nonce_for
 from tests.integration.handler_support import (
@@ -109,10 +111,11 @@ class TestOneLeakedUrl:
         callback = call(handlers.load("callback"))
         genuine = capability_for("4001")
         forged = [
-            capability.mint("AnotherStacksSecret00000000000001").token,
+            capability.mint("AnotherStacksSecret00000000000001", time.time()).token,
             genuine[:-2] + ("AA" if not genuine.endswith("AA") else "QA"),
             "v1." + nonce_for("4001") + "." + nonce_for("4002"),
-            genuine.replace("v1.", "v2.", 1),
+            genuine.replace("v2.", "v1.", 1),
+            capability_for("4001", issued_at=time.time() - 1201),  # past its lifetime
         ]
         for token in forged:
             assert callback(callback_get("4001", FORGED, token))["statusCode"] == 403
@@ -132,25 +135,18 @@ class TestOneLeakedUrl:
         assert stored is not None and stored["status"]["S"] == "FAILED"
 
 
-class TestUpgrade:
-    def test_a_task_in_flight_at_upgrade_still_takes_its_whole_secret_pingback(
+class TestRetiredUrls:
+    def test_the_whole_secret_url_decides_no_task_not_even_one_from_before_capabilities(
         self, handlers: Handlers
     ) -> None:
         handlers.register("4100", nonce=None, owner=None)
-        callback = call(handlers.load("callback"))
-        assert callback(callback_get("4100", TOKEN, SECRET))["statusCode"] == 200
-        stored = handlers.item("4100")
-        assert stored is not None and stored["solution"]["S"] == TOKEN
-
-    def test_the_whole_secret_cannot_decide_a_new_task_nor_create_one(
-        self, handlers: Handlers
-    ) -> None:
         handlers.register("4101")
         callback = call(handlers.load("callback"))
-        assert callback(callback_get("4101", FORGED, SECRET))["statusCode"] == 403
-        assert callback(callback_get("4102", FORGED, SECRET))["statusCode"] == 403
-        stored = handlers.item("4101")
-        assert stored is not None and stored["status"]["S"] == "PENDING"
+        for task_id in ("4100", "4101", "4102"):
+            assert callback(callback_get(task_id, FORGED, SECRET))["statusCode"] == 403
+        for task_id in ("4100", "4101"):
+            stored = handlers.item(task_id)
+            assert stored is not None and stored["status"]["S"] == "PENDING"
         assert handlers.item("4102") is None
 
 
@@ -263,12 +259,27 @@ REGISTRATION = {
 
 class TestRegistration:
     @pytest.fixture
-    def registrar(self, handlers: Handlers) -> Handler:
-        return call(handlers.load("register"))
+    def provider(self) -> FakeProvider:
+        """res.php: every id is known (not ready) unless a test says otherwise."""
+        return FakeProvider(next_task_id=4700)
+
+    @pytest.fixture
+    def register_module(self, handlers: Handlers, provider: FakeProvider) -> ModuleType:
+        module = handlers.load("register")
+        module.service._provider = provider
+        return module
+
+    @pytest.fixture
+    def registrar(self, register_module: ModuleType) -> Handler:
+        return call(register_module)
 
     def issue(self, registrar: Handler, principal: str | None = OWNER) -> dict[str, Any]:
         answer = registrar(with_principal(event("issue_pingback_url.json"), principal))
         return {"status": answer["statusCode"], **json.loads(answer["body"])}
+
+    def url(self, registrar: Handler, principal: str = OWNER) -> str:
+        url: str = self.issue(registrar, principal)["pingback_url"]
+        return url
 
     def put(
         self, registrar: Handler, task_id: str, body: object, principal: str | None = OWNER
@@ -280,43 +291,154 @@ class TestRegistration:
         answer = registrar(shaped)
         return answer["statusCode"], json.loads(answer["body"])
 
+    def get(self, handlers: Handlers, task_id: str, principal: str) -> tuple[int, dict[str, Any]]:
+        shaped = with_principal(event("get_task.json"), principal)
+        shaped["pathParameters"] = {"task_id": task_id}
+        answer = handlers.load("get_task").handler(shaped, FakeLambdaContext())
+        return answer["statusCode"], json.loads(answer["body"])
+
     def test_issue_then_register_then_the_pingback_is_stored(
         self, registrar: Handler, handlers: Handlers
     ) -> None:
         issued = self.issue(registrar)
-        assert issued["status"] == 201 and issued["expires_at"] > 0
+        assert issued["status"] == 201
+        assert time.time() < issued["expires_at"] <= time.time() + 600
         url = issued["pingback_url"]
-        assert "/callback/v1." in url and SECRET not in url
+        assert "/callback/v2." in url and SECRET not in url
         body = {**REGISTRATION, "pingback_url": url}
         assert self.put(registrar, "4500", body) == (201, {"task_id": "4500"})
         stored = handlers.item("4500")
         assert stored is not None
         assert (stored["status"]["S"], stored["owner"]["S"]) == ("PENDING", OWNER)
+        assert stored["origin"]["S"] == "register"
         assert stored["nonce"]["S"] == capability_of(url).split(".")[1] and "due_at" in stored
         assert self.put(registrar, "4500", body) == (200, {"task_id": "4500"})
         changed = {**body, "page_url": "https://example.test/other"}
         status, answer = self.put(registrar, "4500", changed)
         assert status == 409 and answer["error"] == "conflict"
-        assert self.put(registrar, "4500", body, OTHER_OWNER)[0] == 409
         callback = call(handlers.load("callback"))
         assert callback(callback_get("4500", TOKEN, capability_of(url)))["statusCode"] == 200
-        assert callback(callback_get("4501", FORGED, capability_of(url)))["statusCode"] == 200
+        # A URL that registered a task keeps no result under another id.
+        assert callback(callback_get("4501", FORGED, capability_of(url)))["statusCode"] == 403
         stored = handlers.item("4500")
         assert stored is not None and stored["solution"]["S"] == TOKEN
+        assert handlers.item("4501") is None
+
+    def test_a_url_registers_one_task_for_the_principal_it_was_issued_to_within_its_window(
+        self, registrar: Handler, register_module: ModuleType
+    ) -> None:
+        url = self.url(registrar)
+        body = {**REGISTRATION, "pingback_url": url}
+        # Another principal holding the URL, then a second id: refused alike.
+        assert self.put(registrar, "4530", body, OTHER_OWNER)[0] == 400
+        assert self.put(registrar, "4530", body)[0] == 201
+        status, answer = self.put(registrar, "4531", body)
+        assert status == 400 and "registered another task" in answer["reason"]
+        # Past the registration window (one retention window, 600 s) of its issue.
+        late = {**REGISTRATION, "pingback_url": self.url(registrar)}
+        register_module.service._clock = lambda: time.time() + 601
+        assert self.put(registrar, "4532", late)[0] == 400
 
     def test_a_pingback_before_the_registration_is_kept_and_another_nonce_discarded(
         self, registrar: Handler, handlers: Handlers
     ) -> None:
-        mine, theirs = self.issue(registrar)["pingback_url"], self.issue(registrar)["pingback_url"]
+        mine, theirs = self.url(registrar), self.url(registrar, OTHER_OWNER)
         callback = call(handlers.load("callback"))
         assert callback(callback_get("4510", TOKEN, capability_of(mine)))["statusCode"] == 200
         assert callback(callback_get("4511", FORGED, capability_of(theirs)))["statusCode"] == 200
+        # One provisional result per capability: a second id is refused.
+        assert callback(callback_get("4512", FORGED, capability_of(theirs)))["statusCode"] == 403
+        assert handlers.item("4512") is None
         assert self.put(registrar, "4510", {**REGISTRATION, "pingback_url": mine})[0] == 201
-        assert self.put(registrar, "4511", {**REGISTRATION, "pingback_url": mine})[0] == 201
+        third = self.url(registrar)
+        assert self.put(registrar, "4511", {**REGISTRATION, "pingback_url": third})[0] == 201
         kept, discarded = handlers.item("4510"), handlers.item("4511")
         assert kept is not None and kept["solution"]["S"] == TOKEN
         assert discarded is not None and "solution" not in discarded
         assert discarded["status"]["S"] == "PENDING"
+        metrics = handlers.metrics()
+        assert metrics["ProvisionalResultDiscarded"] == 1 and metrics["CallbackUnregistered"] == 2
+
+    def test_an_id_the_provider_has_not_handed_out_cannot_be_registered(
+        self, registrar: Handler, handlers: Handlers, provider: FakeProvider
+    ) -> None:
+        provider.answers["4540"] = "ERROR_WRONG_CAPTCHA_ID"
+        url = self.url(registrar)
+        status, answer = self.put(registrar, "4540", {**REGISTRATION, "pingback_url": url})
+        assert (status, answer["error"]) == (404, "unknown_task")
+        assert handlers.item("4540") is None and provider.requests == [["4540"]]
+
+    def test_the_stacks_own_submit_replaces_any_registration_of_its_id(
+        self,
+        registrar: Handler,
+        handlers: Handlers,
+        provider: FakeProvider,
+    ) -> None:
+        submit_module = handlers.load("submit")
+        submit_module.service._provider = provider
+        future = str(provider.next_task_id)
+        # Given another principal's registration of the id the provider hands out next, with
+        # a forged result posted through its own URL...
+        rogue = self.url(registrar, OTHER_OWNER)
+        callback = call(handlers.load("callback"))
+        assert callback(callback_get(future, FORGED, capability_of(rogue)))["statusCode"] == 200
+        assert (
+            self.put(registrar, future, {**REGISTRATION, "pingback_url": rogue}, OTHER_OWNER)[0]
+            == 201
+        )
+        # ...When the victim submits and gets that id, Then it owns the task (202 means so).
+        assert submit(call(submit_module), OWNER) == future
+        assert self.get(handlers, future, OTHER_OWNER)[0] == 404
+        status, view = self.get(handlers, future, OWNER)
+        assert (status, view["status"], view["solution"]) == (200, "PENDING", None)
+        # The attacker's URL no longer decides it; the provider's pingback does.
+        assert callback(callback_get(future, FORGED, capability_of(rogue)))["statusCode"] == 403
+        victims = capability_of(dict(provider.submitted)[future])
+        assert callback(callback_get(future, TOKEN, victims))["statusCode"] == 200
+        assert self.get(handlers, future, OWNER)[1]["solution"] == TOKEN
+        stored = handlers.item(future)
+        assert stored is not None and stored["owner"]["S"] == OWNER
+        assert stored["origin"]["S"] == "submit"
+        assert handlers.metrics()["RegistrationReplaced"] == 1
+
+    def test_a_registration_of_an_id_a_submit_holds_answers_as_any_and_changes_nothing(
+        self, registrar: Handler, handlers: Handlers, provider: FakeProvider
+    ) -> None:
+        submit_module = handlers.load("submit")
+        submit_module.service._provider = provider
+        task_id = submit(call(submit_module), OWNER)
+        rogue = self.url(registrar, OTHER_OWNER)
+        answer = self.put(registrar, task_id, {**REGISTRATION, "pingback_url": rogue}, OTHER_OWNER)
+        assert answer == (201, {"task_id": task_id})
+        stored = handlers.item(task_id)
+        assert stored is not None and stored["owner"]["S"] == OWNER and "rivals" not in stored
+        assert self.get(handlers, task_id, OTHER_OWNER)[0] == 404
+        assert handlers.metrics()["RegistrationClash"] == 1
+
+    def test_two_registrations_of_one_id_share_nothing_until_a_pingback_decides(
+        self, registrar: Handler, handlers: Handlers
+    ) -> None:
+        first, second = self.url(registrar), self.url(registrar, OTHER_OWNER)
+        assert self.put(registrar, "4550", {**REGISTRATION, "pingback_url": first})[0] == 201
+        answer = self.put(registrar, "4550", {**REGISTRATION, "pingback_url": second}, OTHER_OWNER)
+        assert answer == (201, {"task_id": "4550"})
+        stored = handlers.item("4550")
+        assert stored is not None and "due_at" not in stored  # the poller leaves it alone
+        for principal in (OWNER, OTHER_OWNER):
+            assert self.get(handlers, "4550", principal) == (
+                200,
+                {"task_id": "4550", "status": "PENDING", "solution": None},
+            )
+        # The pingback carries the second claim's capability: the task is its owner's.
+        callback = call(handlers.load("callback"))
+        assert callback(callback_get("4550", TOKEN, capability_of(second)))["statusCode"] == 200
+        assert self.get(handlers, "4550", OTHER_OWNER)[1]["solution"] == TOKEN
+        assert self.get(handlers, "4550", OWNER)[0] == 404
+        assert callback(callback_get("4550", FORGED, capability_of(first)))["statusCode"] == 403
+        stored = handlers.item("4550")
+        assert stored is not None and stored["owner"]["S"] == OTHER_OWNER
+        assert "rivals" not in stored
+        assert handlers.metrics()["RegistrationClash"] == 1
 
     REGISTRATION_REFUSALS = frozenset(
         {"invalid_task_id", "invalid_pingback_url", "invalid_field", "invalid_body"}
@@ -334,7 +456,7 @@ class TestRegistration:
                 {
                     **REGISTRATION,
                     "pingback_url": "https://x.test/callback/"
-                    + capability.mint("AnotherStacksSecret00000000000001").token,
+                    + capability.mint("AnotherStacksSecret00000000000001", 1.8e9).token,
                 },
             ),
             ("4520", {**REGISTRATION, "pingback_url": 7}),
@@ -455,3 +577,27 @@ def test_replay_never_crashes(handlers: Handlers, body: str) -> None:
     record = event("sqs_receive_message.json")["Records"][0] | {"body": body}
     answer = handlers.load("replay").handler({"Records": [record]}, FakeLambdaContext())
     assert answer == {"batchItemFailures": [{"itemIdentifier": record["messageId"]}]}
+
+
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 5_000])
+def test_nested_json_is_a_400_on_every_json_route(
+    handlers: Handlers, submitted: tuple[Handler, FakeProvider], depth: int
+) -> None:
+    """One bounded parser (bytes and depth) on every route: never a RecursionError 500."""
+    body = "[" * depth + "]" * depth
+    routes: list[tuple[Handler, dict[str, Any]]] = [
+        (submitted[0], body_event("submit_task.json", body)),
+        (call(handlers.load("register")), body_event("register_task.json", body)),
+        (call(handlers.load("report")), body_event("report_task.json", body)),
+    ]
+    pingback = callback_get("4700", TOKEN)
+    pingback["requestContext"]["http"]["method"] = "POST"
+    pingback["headers"]["content-type"] = "application/json"
+    pingback["body"], pingback["isBase64Encoded"] = body, False
+    for handler, shaped in routes:
+        answer = handler(shaped)
+        assert answer["statusCode"] == 400, answer
+        assert json.loads(answer["body"])["error"] in {"invalid_body", "invalid_field"}
+    answer = call(handlers.load("callback"))(pingback)
+    assert answer["statusCode"] == 400 and "nest" in answer["body"]
+    assert submitted[1].submitted == [] and handlers.item("4700") is None

@@ -11,12 +11,16 @@ from pingback_guard.data import dynamodb as dynamodb_module
 from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.task import (
     DeliveryPath,
+    IssuedPingbackUrl,
     NewTask,
+    PingbackUrlClaim,
+    RegistrationOutcome,
     ReportAttempt,
     ReportClaim,
     ReportVerdict,
     StoreOutcome,
     SubmissionOutcome,
+    TaskOrigin,
     TaskResult,
     TaskStatus,
 )
@@ -376,10 +380,10 @@ def test_a_replayed_pingback_follows_the_same_rule(store: TaskStore) -> None:
     assert store.record_result(solved("131", via=DeliveryPath.REPLAY)) is StoreOutcome.STORED
 
 
-def test_unregistered_results_get_the_short_ttl(dynamo_store: Any, dynamodb: Any) -> None:
+def test_provisional_results_live_one_retention_window(dynamo_store: Any, dynamodb: Any) -> None:
     dynamo_store.record_result(solved("132", at=1030.0))
     raw = dynamodb.get_item(TableName="pingback-guard-tasks-test", Key={"task_id": {"S": "132"}})
-    assert int(raw["Item"]["expires_at"]["N"]) == 1030 + 86400
+    assert int(raw["Item"]["expires_at"]["N"]) == 1030 + 600
     submit(dynamo_store, "132")
     raw = dynamodb.get_item(TableName="pingback-guard-tasks-test", Key={"task_id": {"S": "132"}})
     assert int(raw["Item"]["expires_at"]["N"]) == 1000 + 7 * 86400
@@ -498,3 +502,78 @@ def test_a_released_or_lapsed_claim_can_be_claimed_again(store: TaskStore) -> No
     assert lapsed is ReportClaim.CLAIMED
     assert store.confirm_report("133", claimed_at=1110.0) is False  # the lapsed claim is not ours
     assert store.release_report("133", claimed_at=1110.0) is False
+
+
+# ------------------------------------------------------------------ claims on an id (issue 22)
+
+RIVAL = "arn:aws:iam::123456789012:user/rogue"
+
+
+def register(store: TaskStore, task_id: str, owner: str, nonce: str) -> RegistrationOutcome:
+    return store.record_registration(
+        NewTask(task_id, REQUEST, 1000.0, 1120.0, nonce, owner, TaskOrigin.REGISTER)
+    )
+
+
+def test_the_stacks_submit_replaces_a_registration_with_its_result(store: TaskStore) -> None:
+    rogue = nonce_for("rogue")
+    assert register(store, "140", RIVAL, rogue) is RegistrationOutcome.CREATED
+    assert store.record_result(solved("140", "FORGED", nonce=rogue)) is StoreOutcome.STORED
+    assert submit(store, "140") is SubmissionOutcome.REGISTRATION_REPLACED
+    task = store.get("140")
+    assert task is not None
+    assert (task.status, task.solution, task.owner) == (TaskStatus.PENDING, None, OWNER)
+    assert task.origin is TaskOrigin.SUBMIT
+    assert store.record_result(solved("140", nonce=rogue)) is StoreOutcome.REJECTED
+    assert store.record_result(solved("140")) is StoreOutcome.STORED
+    assert submit(store, "140") is SubmissionOutcome.ALREADY_REGISTERED
+
+
+def test_a_registration_never_replaces_a_submit(store: TaskStore) -> None:
+    submit(store, "141")
+    outcome = register(store, "141", RIVAL, nonce_for("rogue"))
+    assert outcome is RegistrationOutcome.HELD_ELSEWHERE
+    task = store.get("141")
+    assert task is not None and task.owner == OWNER and not task.rivals
+
+
+def test_two_registrations_contest_until_one_claims_pingback_decides(store: TaskStore) -> None:
+    first, second = nonce_for("first"), nonce_for("second")
+    register(store, "142", OWNER, first)
+    assert register(store, "142", RIVAL, second) is RegistrationOutcome.CONTESTED
+    assert register(store, "142", RIVAL, second) is RegistrationOutcome.SAME_AGAIN
+    contested = store.get("142")
+    assert contested is not None and contested.rivals == {second: RIVAL}
+    assert contested.due_at is None
+    assert store.record_result(solved("142", nonce=nonce_for("third"))) is StoreOutcome.REJECTED
+    assert store.record_result(solved("142", nonce=second)) is StoreOutcome.STORED
+    decided = store.get("142")
+    assert decided is not None
+    assert (decided.owner, decided.nonce, decided.rivals) == (RIVAL, second, {})
+    assert store.record_result(solved("142", "FORGED", nonce=first)) is StoreOutcome.REJECTED
+
+
+def test_a_capability_keeps_one_provisional_result(store: TaskStore) -> None:
+    rogue = nonce_for("rogue")
+    assert store.record_result(solved("143", nonce=rogue)) is StoreOutcome.STORED_UNREGISTERED
+    assert store.record_result(solved("143", nonce=rogue)) is StoreOutcome.DUPLICATE
+    assert store.record_result(solved("144", nonce=rogue)) is StoreOutcome.REJECTED
+    assert store.get("144") is None
+
+
+def test_a_pingback_url_registers_one_id_for_its_principal_in_its_window(
+    store: TaskStore,
+) -> None:
+    nonce = nonce_for("url")
+    store.record_pingback_url(IssuedPingbackUrl(nonce, OWNER, 1000.0, 1600.0, 2200.0))
+    assert store.claim_pingback_url(nonce, RIVAL, "145", 1001.0) is PingbackUrlClaim.REFUSED
+    assert store.claim_pingback_url(nonce, OWNER, "145", 1001.0) is PingbackUrlClaim.CLAIMED
+    assert store.claim_pingback_url(nonce, OWNER, "145", 1002.0) is PingbackUrlClaim.CLAIMED
+    assert store.claim_pingback_url(nonce, OWNER, "146", 1003.0) is PingbackUrlClaim.REFUSED
+    late = nonce_for("late")
+    store.record_pingback_url(IssuedPingbackUrl(late, OWNER, 1000.0, 1600.0, 2200.0))
+    assert store.claim_pingback_url(late, OWNER, "147", 1601.0) is PingbackUrlClaim.REFUSED
+    never = nonce_for("never")
+    assert store.claim_pingback_url(never, OWNER, "148", 1001.0) is PingbackUrlClaim.REFUSED
+    # A registered URL keeps no provisional result under another id.
+    assert store.record_result(solved("149", nonce=nonce)) is StoreOutcome.REJECTED

@@ -15,7 +15,7 @@ from pingback_guard.domain.task import DeliveryPath, StoreOutcome, TaskResult
 from pingback_guard.settings import TableSettings
 from tests.fakes import TOKEN_LIFETIMES
 
-SETTINGS = TableSettings("tasks", "DueIndex", 4, 86400, TOKEN_LIFETIMES)
+SETTINGS = TableSettings("tasks", "DueIndex", 4, 86400, TOKEN_LIFETIMES, 600)
 RESULT = TaskResult("42", "03AFcWeA" + "t" * 100, DeliveryPath.CALLBACK, 1.0)
 
 

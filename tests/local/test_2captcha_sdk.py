@@ -6,10 +6,14 @@ pingback dropped, over HTTPS trusted through REQUESTS_CA_BUNDLE. The one change 
 
 from __future__ import annotations
 
+import base64
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from twocaptcha import NetworkException, TwoCaptcha
@@ -22,6 +26,7 @@ from infra.local.aws import OTHER_WORKER, WORKER
 from infra.local.up import issue_compat_key
 from infra.simulator import Simulator
 from tests.local.support import QUICK_SOLVES
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(600)]
 
@@ -33,6 +38,7 @@ STACK_OPTIONS: dict[str, Any] = {
 }
 SITEKEY = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-"
 PAGE_URL = "https://2captcha.com/demo/recaptcha-v2"
+PADDING = b"\x00" * 128
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +105,58 @@ def test_turnstile(solver: TwoCaptcha, simulator: Simulator) -> None:
     assert_provider_s_answer(simulator, result)
 
 
+def image_file(tmp_path: Path, text: str) -> str:
+    """A picture the simulator reads as ``text`` (its SIMTEXT convention; the padding makes it
+    as large as the smallest image the stack takes)."""
+    path = tmp_path / "captcha.png"
+    path.write_bytes(b"SIMTEXT:" + text.encode() + PADDING)
+    return str(path)
+
+
+def test_normal_uploads_the_file(solver: TwoCaptcha, simulator: Simulator, tmp_path: Path) -> None:
+    result = solver.normal(image_file(tmp_path, "Ёлка 42"), numeric=4, minLen=4, maxLen=20)
+    assert_provider_s_answer(simulator, result)
+    assert result["code"] == "Ёлка 42"
+
+
+def test_normal_as_base64(solver: TwoCaptcha, simulator: Simulator) -> None:
+    picture = base64.b64encode(b"SIMTEXT:7d 9k" + PADDING).decode()
+    result = solver.normal(picture, caseSensitive=1)
+    assert_provider_s_answer(simulator, result)
+
+
+def test_grid(solver: TwoCaptcha, simulator: Simulator, tmp_path: Path) -> None:
+    path = tmp_path / "grid.png"
+    path.write_bytes(b"\x89PNG grid" + PADDING)
+    result = solver.grid(str(path), rows=3, cols=3, hintText="Select all images with stairs")
+    assert_provider_s_answer(simulator, result)
+    assert result["code"].startswith("click:")
+
+
+def test_coordinates(solver: TwoCaptcha, simulator: Simulator, tmp_path: Path) -> None:
+    path = tmp_path / "coordinates.png"
+    path.write_bytes(b"\x89PNG coordinates" + PADDING)
+    result = solver.coordinates(str(path), hintText="Select all the birds")
+    assert_provider_s_answer(simulator, result)
+    assert result["code"].startswith("coordinates:")
+
+
+def test_geetest(solver: TwoCaptcha, simulator: Simulator) -> None:
+    result = solver.geetest(
+        gt="f3bf6dbdcf7886856696502e1d55e00c",
+        challenge="12345678abc90123d45678ef90123a456b",
+        url="https://2captcha.com/demo/geetest",
+    )
+    assert_provider_s_answer(simulator, result)
+
+
+def test_geetest_v4(solver: TwoCaptcha, simulator: Simulator) -> None:
+    result = solver.geetest_v4(
+        captcha_id="e392e1d7fd421dc63325744d5a2b9c73", url="https://2captcha.com/demo/geetest-v4"
+    )
+    assert_provider_s_answer(simulator, result)
+
+
 def test_extended_response_reads_res_php_with_json(server: str, worker_key: str) -> None:
     solver = TwoCaptcha(
         worker_key, server=server, pollingInterval=1, defaultTimeout=90, extendedResponse=True
@@ -122,6 +180,50 @@ def test_send_get_result_and_report(solver: TwoCaptcha, simulator: Simulator) ->
     assert truth(simulator, task_id)["reports"] == ["reportgood"]
     with pytest.raises(ApiException, match="ERROR_DUPLICATE_REPORT"):
         solver.report(task_id, False)
+
+
+class PingbackReceiver:
+    """The worker's own pingback endpoint: records every form POST it gets."""
+
+    def __init__(self) -> None:
+        self.received: list[dict[str, str]] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                form = parse_qs(self.rfile.read(length).decode())
+                receiver.received.append({name: values[0] for name, values in form.items()})
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                """Quiet."""
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/captcha-done"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+
+@pytest.fixture
+def receiver() -> Iterator[PingbackReceiver]:
+    running = PingbackReceiver()
+    running.thread.start()
+    yield running
+    running.server.shutdown()
+    running.server.server_close()
+    running.thread.join()
+
+
+def test_the_client_s_own_pingback_gets_the_result_once_it_is_stored(
+    solver: TwoCaptcha, simulator: Simulator, receiver: PingbackReceiver
+) -> None:
+    task_id = solver.send(
+        method="userrecaptcha", googlekey=SITEKEY, pageurl=PAGE_URL, callback=receiver.url
+    )
+    assert truth(simulator, task_id)["pingback_url"] != receiver.url  # ours, not the client's
+    forwarded = wait_until(lambda: receiver.received, timeout=120, interval=0.5)
+    assert forwarded == [{"id": task_id, "code": truth(simulator, task_id)["code"]}]
 
 
 def test_balance_is_the_provider_account_s(solver: TwoCaptcha, simulator: Simulator) -> None:

@@ -93,7 +93,7 @@ def test_every_final_transition_is_published_and_applied_exactly_once(stack: Loc
     update(stack, "5002", status="PENDING", submitted_at=1990.0)
     store = DynamoDbTaskStore(
         stack.ready.aws_client("dynamodb"),
-        TableSettings(stack.ready.tasks_table or "", "DueIndex", 8, 86400, TOKEN_LIFETIMES),
+        TableSettings(stack.ready.tasks_table or "", "DueIndex", 8, 86400, TOKEN_LIFETIMES, 600),
     )
     assert store.mark_expired("5002", now=2000.0)
     store.record_result(TaskResult("5002", TOKEN, DeliveryPath.POLL, 2010.0))
@@ -135,7 +135,7 @@ def test_a_result_kept_for_an_unregistered_id_is_not_published(stack: LocalStack
     # Given a pingback with a capability stored a result for an id nobody registered yet
     store = DynamoDbTaskStore(
         stack.ready.aws_client("dynamodb"),
-        TableSettings(stack.ready.tasks_table or "", "DueIndex", 8, 86400, TOKEN_LIFETIMES),
+        TableSettings(stack.ready.tasks_table or "", "DueIndex", 8, 86400, TOKEN_LIFETIMES, 600),
     )
     store.record_result(TaskResult("5010", TOKEN, DeliveryPath.CALLBACK, 4000.0, nonce="Zm9yZ2Vk"))
     # When a registered task's result follows it on the stream

@@ -524,3 +524,15 @@ def test_a_bus_and_its_rules_exist_in_moto_and_moto_holds_no_target(
     scheduled = events.describe_rule(Name=schedule_rule.physical_id)
     assert scheduled["ScheduleExpression"] == "rate(1 minute)"
     assert schedule_rule.attributes["Arn"].endswith(f":rule/{schedule_rule.physical_id}")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ['{"challenge":"1a","validate":"2b","seccode":"2b|jordan"}', 'back\\slash "quoted"', "привет"],
+)
+def test_an_answer_with_quotes_or_backslashes_stays_one_json_string(answer: str) -> None:
+    """Pipes escapes a string placeholder ("to ensure valid JSON output"): a GeeTest answer is
+    published whole, never an invalid event."""
+    solved = {**SOLVED, "solution": {"S": answer}}
+    detail = render_detail(input_template(True), record("MODIFY", solved, PENDING), {})
+    assert detail["solution"] == answer

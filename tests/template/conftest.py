@@ -30,6 +30,7 @@ FUNCTIONS = {
     "PushFunction": "pingback_guard.handlers.push.handler",
     "CompatSubmitFunction": "pingback_guard.handlers.in_php.handler",
     "CompatResultFunction": "pingback_guard.handlers.res_php.handler",
+    "PingbackForwardFunction": "pingback_guard.handlers.forward.handler",
 }
 # Not the product: examples/ deployed only with DeployExampleConsumer=true (docs/events.md).
 EXAMPLE_FUNCTIONS = {"ResultConsumerFunction": "result_consumer.handler.handler"}

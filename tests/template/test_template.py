@@ -33,6 +33,8 @@ COMMON_ENV = {
     "RECAPTCHA_TOKEN_LIFETIME_SECONDS",
     "HCAPTCHA_TOKEN_LIFETIME_SECONDS",
     "TURNSTILE_TOKEN_LIFETIME_SECONDS",
+    # Bounds pingback capabilities and provisional results too, so every function has it.
+    "RETENTION_SECONDS",
     "GEETEST_TOKEN_LIFETIME_SECONDS",
     "CLOUDFLARE_CLEARANCE_LIFETIME_SECONDS",
 }
@@ -57,6 +59,8 @@ FUNCTION_ENV = {
         "PUBLIC_BASE_URL",
         "CALLBACK_TIMEOUT_SECONDS",
         "EXPECTED_SOLVE_SECONDS",
+        "PROVIDER_BASE_URL",
+        "PROVIDER_API_KEY_PARAMETER",
     },
     "ReportFunction": {
         "PROVIDER_BASE_URL",
@@ -79,6 +83,7 @@ FUNCTION_ENV = {
         "PUBLIC_BASE_URL",
         "CALLBACK_TIMEOUT_SECONDS",
     },
+    "PingbackForwardFunction": set(),
     "CompatResultFunction": {
         "WORKER_KEYS_TABLE_NAME",
         "ADMIN_PRINCIPAL_ARN",
@@ -93,7 +98,6 @@ FUNCTION_ENV = {
         "PROVIDER_BATCH_IDS",
         "POLL_BACKOFF_BASE_SECONDS",
         "POLL_BACKOFF_MAX_SECONDS",
-        "RETENTION_SECONDS",
         "POLLER_MAX_REQUESTS_PER_SWEEP",
     },
 }
@@ -123,8 +127,8 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
     # No queue: a worker whose registration gets a 503 retries it (registration is idempotent).
     "RegisterFunction": {
         "dynamodb:UpdateItem": {TABLE},
-        "dynamodb:GetItem": {TABLE},
         "secretsmanager:GetSecretValue": {"CallbackSecret"},
+        "ssm:GetParameter": {"ProviderApiKeyParameterName"},
     },
     "ReportFunction": {
         "dynamodb:UpdateItem": {TABLE},
@@ -149,6 +153,10 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
         "sqs:SendMessage": {"DeadLetterQueue"},
         "secretsmanager:GetSecretValue": {"CallbackSecret"},
         "ssm:GetParameter": {"ProviderApiKeyParameterName"},
+    },
+    "PingbackForwardFunction": {
+        "dynamodb:GetItem": {TABLE},
+        "sqs:SendMessage": {"PingbackForwardFailedQueue"},
     },
     "CompatResultFunction": {
         "dynamodb:GetItem": {TABLE, "WorkerKeysTable"},
@@ -632,7 +640,9 @@ def test_tasks_table(resources: dict[str, Any]) -> None:
     assert properties["SSESpecification"] == {"SSEEnabled": True}
     # Read by the result events pipe only (tests/template/test_result_events.py).
     assert properties["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
-    assert table["DeletionPolicy"] == "Retain"
+    # Kept when the stack goes, deleted when the first deploy fails (nothing left billed).
+    assert table["DeletionPolicy"] == "RetainExceptOnCreate"
+    assert table["UpdateReplacePolicy"] == "Retain"
 
 
 def test_queues(resources: dict[str, Any]) -> None:
@@ -1008,6 +1018,9 @@ ACCESS_LOG_METRICS = {
     "ApiCallback5xxFilter": ("ApiCallback5xx", '"* /callback/*"', '"5*"'),
     "ApiTasksThrottledFilter": ("ApiTasksThrottled", '"* /tasks*"', '"429"'),
     "ApiTasks4xxFilter": ("ApiTasks4xx", '"* /tasks*"', '"4*"'),
+    "ApiTasks4xxPingbackUrlsFilter": ("ApiTasks4xx", '"POST /pingback-urls"', '"4*"'),
+    "ApiTasks5xxPingbackUrlsFilter": ("ApiTasks5xx", '"POST /pingback-urls"', '"5*"'),
+    "ApiTasksThrottledPingbackUrlsFilter": ("ApiTasksThrottled", '"POST /pingback-urls"', '"429"'),
     "ApiTasks5xxFilter": ("ApiTasks5xx", '"* /tasks*"', '"5*"'),
 }
 
@@ -1054,7 +1067,8 @@ def test_every_function_has_parameterised_reserved_concurrency(
     }
     assert re.fullmatch(template["Parameters"][parameter]["AllowedPattern"], "")
     assert not re.fullmatch(template["Parameters"][parameter]["AllowedPattern"], "0")
-    assert template["Parameters"]["CallbackReservedConcurrency"]["Default"] != ""
+    # Nothing reserved unless asked: a 10-concurrency account can deploy the defaults.
+    assert template["Parameters"][parameter]["Default"] == ""
 
 
 INTEGER_PARAMETERS = {
@@ -1171,3 +1185,10 @@ def test_push_connect_needs_iam_and_the_push_rule_reads_the_result_bus(
     rule = resources["PushFunction"]["Properties"]["Events"]["FinalResults"]["Properties"]
     assert rule["EventBusName"] == {"Ref": "ResultEventBus"}
     assert rule["Pattern"] == {"source": ["pingback-guard"], "detail-type": ["Task Result"]}
+
+
+def test_throttled_task_requests_are_not_counted_as_misconfigured_workers(
+    resources: dict[str, Any],
+) -> None:
+    for name in ("ApiTasks4xxFilter", "ApiTasks4xxPingbackUrlsFilter"):
+        assert '($.status != "429")' in resources[name]["Properties"]["FilterPattern"], name

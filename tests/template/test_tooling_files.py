@@ -52,10 +52,17 @@ def test_samconfig_stacks_differ() -> None:
     assert prod["ProviderApiKeyParameterName"] != dev["ProviderApiKeyParameterName"]
 
 
-def test_prod_subscribes_someone_to_the_alarm_topic(template: dict[str, Any]) -> None:
+def test_prod_names_an_alarm_address_and_the_template_refuses_the_placeholder(
+    template: dict[str, Any],
+) -> None:
+    """samconfig's prod address is a placeholder until the operator sets theirs: the deploy
+    stops at parameter validation, before anything is created (and `make preflight` says so)."""
     prod = overrides(samconfig()["prod"]["deploy"]["parameters"]["parameter_overrides"])
-    assert re.fullmatch(template["Parameters"]["AlarmEmail"]["AllowedPattern"], prod["AlarmEmail"])
-    assert prod["AlarmEmail"]
+    pattern = template["Parameters"]["AlarmEmail"]["AllowedPattern"]
+    assert prod["AlarmEmail"].endswith("@example.com")
+    assert not re.fullmatch(pattern, prod["AlarmEmail"])
+    assert re.fullmatch(pattern, "oncall@acme.test") and re.fullmatch(pattern, "")
+    assert not re.fullmatch(pattern, "ops@example.org")
 
 
 def test_samconfig_local_invoke_points_at_moto() -> None:

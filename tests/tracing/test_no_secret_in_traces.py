@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.handler_support import API_KEY, SECRET, TOKEN
+from tests.tracing.traced_compat_run import WORKER_KEY
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 TRACE_HEADER = "Root=1-677e1a00-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1"
@@ -110,7 +111,9 @@ ENDPOINTS: dict[str, Callable[[], AbstractContextManager[str]]] = {
 }
 
 
-def run_traced_handlers(provider_base_url: str, daemon_address: str) -> str:
+def run_traced_handlers(
+    provider_base_url: str, daemon_address: str, module: str = "tests.tracing.traced_run"
+) -> str:
     environment = {
         key: value for key, value in os.environ.items() if key != "POWERTOOLS_TRACE_DISABLED"
     }
@@ -125,7 +128,7 @@ def run_traced_handlers(provider_base_url: str, daemon_address: str) -> str:
         }
     )
     finished = subprocess.run(
-        [sys.executable, "-m", "tests.tracing.traced_run", provider_base_url],
+        [sys.executable, "-m", module, provider_base_url],
         cwd=ROOT,
         env=environment,
         capture_output=True,
@@ -134,7 +137,7 @@ def run_traced_handlers(provider_base_url: str, daemon_address: str) -> str:
         check=False,
     )
     assert finished.returncode == 0, finished.stderr[-2000:]
-    return finished.stdout
+    return finished.stdout + finished.stderr
 
 
 @pytest.mark.parametrize("endpoint", sorted(ENDPOINTS))
@@ -155,3 +158,19 @@ def test_no_trace_document_carries_a_secret_when_the_provider_fails_to_connect(
         assert API_KEY not in text
         assert SECRET not in text
         assert TOKEN[:40] not in text
+
+
+def test_no_trace_log_or_metric_carries_a_worker_key() -> None:
+    """in.php and res.php with a per-worker key: the key is in every request (form and query),
+    and in no trace document, log line or metric (EMF) the handlers write."""
+    with FakeXRayDaemon() as daemon, refused_port() as base_url:
+        output = run_traced_handlers(base_url, daemon.address, "tests.tracing.traced_compat_run")
+    summary = next(line for line in output.splitlines() if line.startswith('[{"status"'))
+    answers = json.loads(summary)
+    assert [answer["status"] for answer in answers] == [503, 503, 200, 200]
+    assert '"CompatAnswered"' in output and '"in.php refused"' in output  # metrics and logs
+    assert daemon.documents, "tracing was on: the daemon must have received documents"
+    assert b'"name": "dynamodb"' in b"".join(daemon.documents)
+    for text in [document.decode("utf-8", "replace") for document in daemon.documents] + [output]:
+        assert WORKER_KEY not in text
+        assert API_KEY not in text

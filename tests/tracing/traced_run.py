@@ -54,6 +54,12 @@ def _create_resources() -> None:
                 "poll_attempts": {"N": "0"},
             },
         )
+    create_key_queue_and_secret()
+
+
+def create_key_queue_and_secret() -> None:
+    """The provider key parameter, the dead-letter queue and the callback secret (their names
+    in DEAD_LETTER_QUEUE_URL and CALLBACK_SECRET_ID)."""
     boto3.client("ssm", region_name="us-east-1").put_parameter(
         Name="/pg/provider-api-key", Value=API_KEY, Type="SecureString"
     )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlencode
 
 import pytest
@@ -12,7 +15,11 @@ from pingback_guard.domain.task import DeliveryPath, NewTask, TaskResult, TaskSt
 from pingback_guard.logic import capability
 from pingback_guard.logic.callback import CallbackOutcome, CallbackService
 from pingback_guard.logic.pingback_request import CallbackRequest, parse_callback
-from pingback_guard.logic.pingback_secrets import CallbackAuthenticator, CallbackSecrets
+from pingback_guard.logic.pingback_secrets import (
+    CallbackAuthenticator,
+    CallbackSecrets,
+    CapabilityLifetime,
+)
 from tests.fakes import (
     FakeDeadLetterQueue,
     InMemoryTaskStore,
@@ -121,60 +128,76 @@ class TestParse:
             parse_callback(req, 1.0)
 
 
+NOW = 1_800_000_000.0
+LIFETIME = CapabilityLifetime(max_age_seconds=1200)
+
+
+def authenticator(
+    load: Callable[[bool], CallbackSecrets], now: float = NOW, **kwargs: Any
+) -> CallbackAuthenticator:
+    return CallbackAuthenticator(load, LIFETIME, wall_clock=lambda: now, **kwargs)
+
+
+def current_only(_force: bool) -> CallbackSecrets:
+    return CallbackSecrets(current=SECRET)
+
+
 class TestCapability:
-    def test_a_minted_capability_proves_its_nonce_under_current_and_previous(self) -> None:
-        minted = capability.mint(SECRET)
-        auth = CallbackAuthenticator(lambda force: CallbackSecrets(current=SECRET))
-        proof = auth.verify(minted.token)
-        assert proof is not None and proof.nonce == minted.nonce
+    def test_a_minted_capability_proves_its_nonce_and_issue_time_under_both_secrets(
+        self,
+    ) -> None:
+        minted = capability.mint(SECRET, NOW)
+        proof = authenticator(current_only).verify(minted.token)
+        assert proof == capability.ProvenCapability(minted.nonce, int(NOW))
         rotated = CallbackSecrets(current="N" * 20, previous=SECRET)
-        assert CallbackAuthenticator(lambda force: rotated).verify(minted.token) == proof
+        assert authenticator(lambda force: rotated).verify(minted.token) == proof
+
+    def test_the_url_carries_neither_the_secret_nor_the_mac_key(self) -> None:
+        token = capability.mint(SECRET, NOW).token
+        key = capability.mac_key(SECRET)
+        assert SECRET not in token and len(key) == 32
+        assert key != capability.mac_key("N" * 20)
+        for encoded in (key.hex(), base64.urlsafe_b64encode(key).decode().rstrip("=")):
+            assert encoded not in token
 
     def test_forged_and_revoked_capabilities_prove_nothing(self) -> None:
-        minted = capability.mint(SECRET)
-        nonce, mac = minted.nonce, minted.token.rsplit(".", 1)[1]
-        other = capability.mint(SECRET)
+        minted = capability.mint(SECRET, NOW)
+        _, nonce, issued, mac = minted.token.split(".")
+        other = capability.mint(SECRET, NOW)
         forged = [
-            f"v1.{other.nonce}.{mac}",  # a real MAC on another nonce
-            f"v1.{nonce}.{'A' * 22}",
-            f"v2.{nonce}.{mac}",
-            f"v1.{nonce}.{mac}x",
-            f"v1.{nonce[:-1]}B.{mac}",  # not a 16-byte encoding
-            capability.mint("another-stack-secret-0001").token,
-            f"v1.{nonce}.{mac}".replace("v1.", "v1.\ud800", 1),
+            f"v2.{other.nonce}.{issued}.{mac}",  # a real MAC on another nonce
+            f"v2.{nonce}.{int(issued) + 600}.{mac}",  # the issue time moved: the MAC covers it
+            f"v2.{nonce}.{issued}.{'A' * 22}",
+            f"v1.{nonce}.{mac}",  # the retired format
+            f"v2.{nonce}.{issued}.{mac}x",
+            f"v2.{nonce[:-1]}B.{issued}.{mac}",  # not a 16-byte encoding
+            capability.mint("another-stack-secret-0001", NOW).token,
+            minted.token.replace("v2.", "v2.\ud800", 1),
+            SECRET,  # the whole secret, as pre-upgrade URLs carried it
         ]
-        auth = CallbackAuthenticator(lambda force: CallbackSecrets(current=SECRET))
+        auth = authenticator(current_only)
         for token in forged:
             assert auth.verify(token) is None, token
         revoked = CallbackSecrets(current="N" * 20, previous="M" * 20)
-        assert CallbackAuthenticator(lambda force: revoked).verify(minted.token) is None
-
-    def test_the_whole_secret_proves_no_nonce(self) -> None:
-        auth = CallbackAuthenticator(lambda force: CallbackSecrets(current=SECRET))
-        proof = auth.verify(SECRET)
-        assert proof is not None and proof.nonce is None
+        assert authenticator(lambda force: revoked).verify(minted.token) is None
 
     @pytest.mark.parametrize(
-        "presented", ["\ud800" * 20, SECRET[:-1] + "\udfff", None, 5, [SECRET]]
+        ("age", "counts"), [(0, True), (1200, True), (1201, False), (-300, True), (-301, False)]
+    )
+    def test_a_capability_counts_for_its_lifetime_from_its_issue(
+        self, age: float, counts: bool
+    ) -> None:
+        token = capability.mint(SECRET, NOW - age).token
+        assert (authenticator(current_only).verify(token) is not None) is counts
+
+    @pytest.mark.parametrize(
+        "presented", ["\ud800" * 20, SECRET[:-1] + "\udfff", None, 5, [SECRET], "", "x" * 5000]
     )
     def test_unencodable_or_non_text_paths_prove_nothing(self, presented: object) -> None:
-        auth = CallbackAuthenticator(lambda force: CallbackSecrets(current=SECRET))
-        assert auth.verify(presented) is None
+        assert authenticator(current_only).verify(presented) is None
 
 
 class TestAuthenticator:
-    def test_current_and_previous_secrets_are_accepted(self) -> None:
-        secrets = CallbackSecrets(current=SECRET, previous="P" * 20)
-        auth = CallbackAuthenticator(lambda force: secrets)
-        assert auth.verify(SECRET) and auth.verify("P" * 20)
-        assert not auth.verify("wrong-secret-000000000")
-        assert not auth.verify("")
-        assert not auth.verify("x" * 5000)
-
-    def test_empty_previous_secret_never_matches_an_empty_path(self) -> None:
-        auth = CallbackAuthenticator(lambda force: CallbackSecrets(current=SECRET))
-        assert not auth.verify("")
-
     def test_a_miss_refreshes_the_secret_at_most_once_per_interval(self) -> None:
         reads: list[bool] = []
         clock = [100.0]
@@ -184,15 +207,16 @@ class TestAuthenticator:
             reads.append(force)
             return rotated if force else CallbackSecrets(current=SECRET)
 
-        auth = CallbackAuthenticator(load, refresh_interval_seconds=60, clock=lambda: clock[0])
-        assert auth.verify("N" * 20)
+        auth = authenticator(load, refresh_interval_seconds=60, clock=lambda: clock[0])
+        assert auth.verify(capability.mint("N" * 20, NOW).token)
         assert reads == [False, True]
         reads.clear()
+        forged = capability.mint("F" * 20, NOW).token
         for _ in range(50):
-            auth.verify("forged-forged-forged")
+            auth.verify(forged)
         assert reads.count(True) == 0
         clock[0] += 61
-        auth.verify("forged-forged-forged")
+        auth.verify(forged)
         assert reads.count(True) == 1
 
     @pytest.mark.parametrize(

@@ -1,19 +1,27 @@
-"""The chaos checker reads tasks from a table Scan: the poller's lease item is not a task."""
+"""The chaos checker reads tasks from a table Scan: the poller's lease and the pingback URLs'
+items are not tasks."""
 
 from infra.chaos import checker
 from infra.chaos.checker import table_items
-from pingback_guard.data.dynamodb import POLLER_LEASE_KEY
+from pingback_guard.data.dynamodb import (
+    NON_TASK_KEY_PREFIX,
+    PINGBACK_URL_KEY_PREFIX,
+    POLLER_LEASE_KEY,
+)
 
 
-def test_the_poller_lease_is_not_counted_as_a_task() -> None:
+def test_items_that_are_not_tasks_are_not_counted() -> None:
     page = {
         "Items": [
             {"task_id": {"S": "71000000001"}, "status": {"S": "SOLVED"}},
             {"task_id": {"S": POLLER_LEASE_KEY}, "holder": {"S": "x"}, "lease_until": {"N": "1"}},
+            {"task_id": {"S": PINGBACK_URL_KEY_PREFIX + "n"}, "provisional_task": {"S": "7"}},
         ]
     }
     assert list(table_items([page])) == ["71000000001"]
 
 
-def test_the_checker_knows_the_stores_lease_key() -> None:
-    assert checker.POLLER_LEASE_KEY == POLLER_LEASE_KEY
+def test_the_checker_knows_the_stores_prefix_of_non_task_keys() -> None:
+    assert checker.NON_TASK_KEY_PREFIX == NON_TASK_KEY_PREFIX
+    assert POLLER_LEASE_KEY.startswith(NON_TASK_KEY_PREFIX)
+    assert PINGBACK_URL_KEY_PREFIX.startswith(NON_TASK_KEY_PREFIX)

@@ -20,7 +20,8 @@ from pingback_guard.kinds.registry import (
 from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.results import judged_answer
 from pingback_guard.logic.submit import PendingTasks
-from tests.fakes import InMemoryTaskStore
+from pingback_guard.observability import note_stored_answer
+from tests.fakes import InMemoryTaskStore, unavailable
 
 IMAGE = base64.b64encode(b"\x89PNG" + b"\x00" * 400).decode()
 PAGE = "https://example.test/login"
@@ -319,3 +320,9 @@ def test_first_checks_come_at_each_kinds_likely_solve_time() -> None:
     for _ in range(20):
         solve_times.observe("base64", 3.0)
     assert solve_times.likely_ready("base64") == 5.0  # never before the provider's 5 s
+
+
+def test_judging_a_stored_answer_never_fails_the_path_that_stored_it() -> None:
+    store = InMemoryTaskStore()
+    store.fail_next.append(unavailable())
+    note_stored_answer(store, TaskResult("7", "x", DeliveryPath.POLL, 1.0))

@@ -109,9 +109,11 @@ def test_the_callback_secret_is_cached_60_s_so_a_revoked_one_stops_within_a_minu
         callback_secret({**environment, "CALLBACK_SECRET_CACHE_SECONDS": "301"})
 
 
-def test_unregistered_results_are_kept_a_day_and_admin_is_optional() -> None:
+def test_capabilities_and_provisional_results_follow_the_retention_and_admin_is_optional() -> None:
     callback = CallbackSettings.from_env(template_environment("CallbackFunction"))
-    assert callback.table.unregistered_result_ttl_seconds == 86400
+    assert callback.table.provisional_ttl_seconds == 600
+    assert callback.callback_secret.registration_window_seconds == 600
+    assert callback.callback_secret.capability_max_age_seconds == 1200
     assert (
         GetTaskSettings.from_env(template_environment("GetTaskFunction")).admin_principal_arn == ""
     )

@@ -151,11 +151,11 @@ def test_configuration_errors_are_not_retried_nor_queued() -> None:
 def test_each_issued_pingback_has_its_own_nonce_and_capability() -> None:
     secret = "PgLocalCallbackSecretForTestsOnly0000001"
     first, second = (
-        issue_pingback("https://api.test/", secret),
-        issue_pingback("https://api.test", secret),
+        issue_pingback("https://api.test/", secret, 1_800_000_000.5),
+        issue_pingback("https://api.test", secret, 1_800_000_000.5),
     )
     assert first.nonce != second.nonce
-    assert first.url.startswith(f"https://api.test/callback/v1.{first.nonce}.")
+    assert first.url.startswith(f"https://api.test/callback/v2.{first.nonce}.1800000000.")
     assert secret not in first.url
 
 

@@ -22,13 +22,17 @@ from pingback_guard.domain.task import (
     CaptchaRequest,
     DeliveryPath,
     DueTask,
+    IssuedPingbackUrl,
     NewTask,
+    PingbackUrlClaim,
+    RegistrationOutcome,
     ReportAttempt,
     ReportClaim,
     ReportVerdict,
     StoreOutcome,
     SubmissionOutcome,
     Task,
+    TaskOrigin,
     TaskResult,
     TaskStatus,
 )
@@ -56,8 +60,17 @@ OWNED_BY_CALLER = (
     "(#owner = :owner OR (attribute_not_exists(#owner) AND attribute_not_exists(nonce)"
     " AND attribute_exists(submitted_at)))"
 )
-# Not a task: task ids are digits, so this key never collides with one and no route reads it.
+# Not tasks: task ids are digits, so keys starting with "#" never collide with one and no route
+# reads them. The poller's lease, and one item per pingback URL (who it was issued to, which id
+# it registered, which id its one provisional result is kept under).
+NON_TASK_KEY_PREFIX = "#"
 POLLER_LEASE_KEY = "#poller-lease"
+PINGBACK_URL_KEY_PREFIX = "#pingback-url#"
+# What a result write sets and a replaced registration or discarded provisional result loses.
+RESULT_ATTRIBUTES = (
+    "solution, #error, received_at, delivered_via, finished_after, usable_until, reported,"
+    " reported_at, report_lease_until, read_through_at, last_checked_at, rivals"
+)
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -107,21 +120,145 @@ class DynamoDbTaskStore:
         self._shard_rotation = itertools.cycle(range(settings.due_shards))
 
     def record_submission(self, task: NewTask) -> SubmissionOutcome:
+        """This stack's own submit: it made the URL the provider holds, so its record replaces a
+        provisional result of another nonce and any worker's registration of the id."""
+        described, old = self._first_write(task)
+        if old is None:
+            return SubmissionOutcome.CREATED
+        if "submitted_at" not in old:
+            return self._take_over_provisional(task, described, old)
+        if old.get("origin") == TaskOrigin.REGISTER.value:
+            return self._replace_registration(task, described)
+        return SubmissionOutcome.ALREADY_REGISTERED
+
+    def _first_write(self, task: NewTask) -> tuple[dict[str, object], Mapping[str, Any] | None]:
+        """The PENDING item when the id is new; else the item as it was (nothing written)."""
         described = {**task.request.to_document(), "submitted_at": task.submitted_at}
         try:
             self._write_pending(task, described, condition="attribute_not_exists(#status)")
         except ConditionRefused as refused:
-            old = refused.old_item or {}
-            if "submitted_at" in old:
-                return SubmissionOutcome.ALREADY_REGISTERED
-            if task.nonce is not None and old.get("nonce") == task.nonce:
-                self._describe_finished_task(task, described)
-                return SubmissionOutcome.RESULT_ALREADY_STORED
-            return self._discard_provisional(task, described)
-        return SubmissionOutcome.CREATED
+            return described, refused.old_item or {}
+        return described, None
+
+    def _take_over_provisional(
+        self, task: NewTask, described: Mapping[str, object], old: Mapping[str, Any]
+    ) -> SubmissionOutcome:
+        if task.nonce is not None and old.get("nonce") == task.nonce:
+            self._describe_finished_task(task, described)
+            return SubmissionOutcome.RESULT_ALREADY_STORED
+        return self._discard_provisional(task, described)
+
+    def _replace_registration(
+        self, task: NewTask, described: Mapping[str, object]
+    ) -> SubmissionOutcome:
+        try:
+            self._write_pending(
+                task,
+                described,
+                condition="#origin = :register",
+                condition_values={"register": TaskOrigin.REGISTER.value},
+                remove=f" REMOVE {RESULT_ATTRIBUTES}",
+            )
+        except ConditionRefused:
+            return SubmissionOutcome.ALREADY_REGISTERED
+        return SubmissionOutcome.REGISTRATION_REPLACED
+
+    def record_registration(self, task: NewTask) -> RegistrationOutcome:
+        """A worker's claim on an id it submitted elsewhere; never replaces a submit's task."""
+        described, old = self._first_write(task)
+        if old is None:
+            return RegistrationOutcome.CREATED
+        if "submitted_at" not in old:
+            outcome = self._take_over_provisional(task, described, old)
+            if outcome is SubmissionOutcome.PROVISIONAL_DISCARDED:
+                return RegistrationOutcome.PROVISIONAL_DISCARDED
+            return RegistrationOutcome.CREATED
+        return self._claim_registered_id(task, old)
+
+    def _claim_registered_id(self, task: NewTask, old: Mapping[str, Any]) -> RegistrationOutcome:
+        rivals = old.get("rivals") or {}
+        if old.get("nonce") == task.nonce or rivals.get(task.nonce) == task.owner:
+            same = _task_from_item(old).request == task.request and task.owner in {
+                old.get("owner"),
+                rivals.get(task.nonce),
+            }
+            return RegistrationOutcome.SAME_AGAIN if same else RegistrationOutcome.DIFFERENT_DATA
+        if old.get("origin") != TaskOrigin.REGISTER.value:
+            return RegistrationOutcome.HELD_ELSEWHERE
+        return self._add_rival(task, has_rivals=bool(rivals))
+
+    def _add_rival(self, task: NewTask, *, has_rivals: bool) -> RegistrationOutcome:
+        """Two claims on one PENDING registration: the poller leaves it (no due keys), and the
+        pingback that carries one of the claims' nonces decides the owner."""
+        if task.nonce is None or task.owner is None:
+            return RegistrationOutcome.HELD_ELSEWHERE
+        for first_rival in (not has_rivals, has_rivals):
+            target = "rivals = :rivals" if first_rival else "rivals.#rival = :owner"
+            exists = "attribute_not_exists" if first_rival else "attribute_exists"
+            try:
+                self._update(
+                    task.task_id,
+                    f"SET {target} REMOVE due_shard, due_at",
+                    condition=f"#origin = :register AND #status = :pending AND {exists}(rivals)",
+                    names={"#origin": "origin", "#status": "status"}
+                    | ({} if first_rival else {"#rival": task.nonce}),
+                    values=_values(
+                        register=TaskOrigin.REGISTER.value,
+                        pending=TaskStatus.PENDING.value,
+                        **(
+                            {"rivals": {task.nonce: task.owner}}
+                            if first_rival
+                            else {"owner": task.owner}
+                        ),
+                    ),
+                    return_old=False,
+                )
+            except ConditionRefused:
+                continue
+            return RegistrationOutcome.CONTESTED
+        return RegistrationOutcome.HELD_ELSEWHERE
+
+    def record_pingback_url(self, issued: IssuedPingbackUrl) -> None:
+        self._update(
+            PINGBACK_URL_KEY_PREFIX + issued.nonce,
+            "SET #owner = :owner, issued_at = :issued, register_by = :register_by,"
+            " expires_at = :ttl",
+            condition="attribute_not_exists(#owner)",
+            names={"#owner": "owner"},
+            values=_values(
+                owner=issued.owner,
+                issued=issued.issued_at,
+                register_by=issued.register_by,
+                ttl=int(issued.expires_at),
+            ),
+            return_old=False,
+        )
+
+    def claim_pingback_url(
+        self, nonce: str, owner: str, task_id: str, now: float
+    ) -> PingbackUrlClaim:
+        try:
+            self._update(
+                PINGBACK_URL_KEY_PREFIX + nonce,
+                "SET registered_task = :task_id",
+                condition="#owner = :owner AND register_by >= :now"
+                " AND (attribute_not_exists(registered_task) OR registered_task = :task_id)",
+                names={"#owner": "owner"},
+                values=_values(owner=owner, now=now, task_id=task_id),
+                return_old=False,
+            )
+        except ConditionRefused:
+            return PingbackUrlClaim.REFUSED
+        return PingbackUrlClaim.CLAIMED
 
     def _write_pending(
-        self, task: NewTask, described: Mapping[str, object], *, condition: str, remove: str = ""
+        self,
+        task: NewTask,
+        described: Mapping[str, object],
+        *,
+        condition: str,
+        condition_values: Mapping[str, object] | None = None,
+        remove: str = "",
     ) -> None:
         identity, identity_values = _identity(task)
         names = {
@@ -143,6 +280,7 @@ class DynamoDbTaskStore:
             values=_values(
                 **described,
                 **identity_values,
+                **(condition_values or {}),
                 pending=TaskStatus.PENDING.value,
                 shard=due_shard_of(task.task_id, self._settings.due_shards),
                 due=task.first_poll_at,
@@ -168,8 +306,7 @@ class DynamoDbTaskStore:
                 task,
                 described,
                 condition="attribute_not_exists(submitted_at)",
-                remove=f" REMOVE solution, #error, received_at, delivered_via, finished_after,"
-                f" usable_until{stale_nonce}",
+                remove=f" REMOVE {RESULT_ATTRIBUTES}{stale_nonce}",
             )
         except ConditionRefused:
             return SubmissionOutcome.ALREADY_REGISTERED
@@ -198,7 +335,7 @@ class DynamoDbTaskStore:
             "SET solution = :code, #status = :solved, received_at = :received,"
             " delivered_via = :via, expires_at = :ttl, finished_after = :finished,"
             " usable_until = if_not_exists(token_lifetime_seconds, :lifetime) + :finished{nonce}"
-            " REMOVE due_shard, due_at, #error",
+            " REMOVE due_shard, due_at, #error{decided}",
             condition="attribute_not_exists(solution)",
             names={"#status": "status", "#error": "error"},
             values={
@@ -216,7 +353,7 @@ class DynamoDbTaskStore:
         return self._store_pingback_aware(
             result,
             "SET #status = :failed, #error = :code, received_at = :received,"
-            " delivered_via = :via, expires_at = :ttl{nonce} REMOVE due_shard, due_at",
+            " delivered_via = :via, expires_at = :ttl{nonce} REMOVE due_shard, due_at{decided}",
             condition="attribute_not_exists(solution) AND (attribute_not_exists(#status)"
             " OR #status IN (:pending, :expired))",
             names={"#status": "status", "#error": "error"},
@@ -248,18 +385,26 @@ class DynamoDbTaskStore:
     ) -> StoreOutcome:
         """One conditional write; a pingback's also requires its proof to fit the stored task.
 
-        A capability's nonce decides only the task recorded with that nonce; the pre-upgrade
-        whole secret (nonce None) only a registered task recorded without one. A pingback with a
-        nonce for an id nobody registered yet is kept provisionally (second write, short TTL).
+        A capability's nonce decides only the task recorded with that nonce, or a contested
+        registration one of whose claims it is (that claim's owner then owns the task, the other
+        claims are dropped); a dead letter from before per-task URLs (nonce None) only a task
+        recorded without one. A pingback with a nonce for an id nobody registered yet is kept
+        provisionally (one id per capability, one retention window).
         """
-        proof, proof_values = _proof_condition(result)
+        proof, proof_names, proof_values = _proof_condition(result)
+        decides = result.needs_pingback_proof and result.nonce is not None
         ttl = self._expiry(result.received_at)
         try:
             self._update(
                 result.task_id,
-                expression.format(nonce=""),
+                expression.format(
+                    nonce=", nonce = :nonce, #owner = if_not_exists(rivals.#rival, #owner)"
+                    if decides
+                    else "",
+                    decided=", rivals" if decides else "",
+                ),
                 condition=f"{condition}{proof}",
-                names=names,
+                names=names | proof_names | ({"#owner": "owner"} if decides else {}),
                 values=_values(**values, **(condition_values or {}), **proof_values, ttl=ttl),
             )
         except ConditionRefused as refused:
@@ -277,21 +422,37 @@ class DynamoDbTaskStore:
         values: dict[str, object],
         same: Callable[[Mapping[str, Any]], bool],
     ) -> StoreOutcome:
+        ttl = int(result.received_at) + self._settings.provisional_ttl_seconds
+        if result.nonce is None or not self._claim_provisional_slot(result, ttl):
+            return StoreOutcome.REJECTED
         try:
             self._update(
                 result.task_id,
-                expression.format(nonce=", nonce = :nonce"),
+                expression.format(nonce=", nonce = :nonce", decided=""),
                 condition="attribute_not_exists(#status)",
                 names={**names, "#status": "status"},
-                values=_values(
-                    **values,
-                    nonce=result.nonce,
-                    ttl=int(result.received_at) + self._settings.unregistered_result_ttl_seconds,
-                ),
+                values=_values(**values, nonce=result.nonce, ttl=ttl),
             )
         except ConditionRefused as refused:
             return _judge(result, refused.old_item, same)
         return StoreOutcome.STORED_UNREGISTERED
+
+    def _claim_provisional_slot(self, result: TaskResult, ttl: int) -> bool:
+        """A capability keeps a provisional result under one id only (its pingback URL's item),
+        and none under another id than the one it registered."""
+        try:
+            self._update(
+                PINGBACK_URL_KEY_PREFIX + str(result.nonce),
+                "SET provisional_task = :task_id, expires_at = if_not_exists(expires_at, :ttl)",
+                condition="(attribute_not_exists(provisional_task) OR provisional_task = :task_id)"
+                " AND (attribute_not_exists(registered_task) OR registered_task = :task_id)",
+                names={},
+                values=_values(task_id=result.task_id, ttl=ttl),
+                return_old=False,
+            )
+        except ConditionRefused:
+            return False
+        return True
 
     def mark_expired(self, task_id: str, now: float) -> bool:
         try:
@@ -569,10 +730,10 @@ def dynamodb_call(operation: str, send: Callable[..., Any], **request: Any) -> A
 
 
 def _identity(task: NewTask) -> tuple[str, dict[str, object]]:
-    """The SET clause and values of a registration's nonce, owner and forward URL, when it has
-    them."""
-    clause = ""
-    values: dict[str, object] = {}
+    """The SET clause and values of a task's origin, and its nonce, owner and forward URL when it
+    has them."""
+    clause = ", #origin = :origin"
+    values: dict[str, object] = {"origin": task.origin.value}
     if task.nonce is not None:
         clause += ", nonce = :nonce"
         values["nonce"] = task.nonce
@@ -586,22 +747,29 @@ def _identity(task: NewTask) -> tuple[str, dict[str, object]]:
 
 
 def _identity_names(task: NewTask) -> dict[str, str]:
-    return {"#owner": "owner"} if task.owner is not None else {}  # OWNER is a reserved word
+    names = {"#origin": "origin"}
+    if task.owner is not None:
+        names["#owner"] = "owner"  # OWNER is a reserved word
+    return names
 
 
-def _proof_condition(result: TaskResult) -> tuple[str, dict[str, object]]:
+def _proof_condition(result: TaskResult) -> tuple[str, dict[str, str], dict[str, object]]:
     if not result.needs_pingback_proof:
-        return "", {}
+        return "", {}, {}
     if result.nonce is not None:
-        return " AND nonce = :nonce", {"nonce": result.nonce}
-    return " AND attribute_exists(submitted_at) AND attribute_not_exists(nonce)", {}
+        return (
+            " AND (nonce = :nonce OR attribute_exists(rivals.#rival))",
+            {"#rival": result.nonce},
+            {"nonce": result.nonce},
+        )
+    return " AND attribute_exists(submitted_at) AND attribute_not_exists(nonce)", {}, {}
 
 
 def _proof_fits(result: TaskResult, old: Mapping[str, Any]) -> bool:
     if not result.needs_pingback_proof:
         return True
     if result.nonce is not None:
-        return bool(old.get("nonce") == result.nonce)
+        return old.get("nonce") == result.nonce or result.nonce in (old.get("rivals") or {})
     return "nonce" not in old and "submitted_at" in old
 
 
@@ -662,6 +830,8 @@ def _task_from_item(item: Mapping[str, Any]) -> Task:
         read_through_at=_float_or_none(item.get("read_through_at")),
         reported=ReportVerdict(item["reported"]) if item.get("reported") else None,
         reported_at=_float_or_none(item.get("reported_at")),
+        origin=TaskOrigin(item["origin"]) if item.get("origin") in set(TaskOrigin) else None,
+        rivals={str(nonce): str(owner) for nonce, owner in dict(item.get("rivals") or {}).items()},
         forward_url=_text_or_none(item.get("forward_url")),
     )
 

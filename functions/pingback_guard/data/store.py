@@ -7,7 +7,10 @@ from typing import Protocol
 from pingback_guard.domain.lease import PollerLease
 from pingback_guard.domain.task import (
     DueTask,
+    IssuedPingbackUrl,
     NewTask,
+    PingbackUrlClaim,
+    RegistrationOutcome,
     ReportAttempt,
     ReportClaim,
     StoreOutcome,
@@ -19,7 +22,22 @@ from pingback_guard.domain.task import (
 
 class TaskStore(Protocol):
     def record_submission(self, task: NewTask) -> SubmissionOutcome:
-        """Record a PENDING task; never clobbers a result a callback stored first."""
+        """Record this stack's own submit PENDING; never clobbers a result its own pingback
+        stored first; replaces any worker's registration of the id and a provisional result of
+        another nonce."""
+
+    def record_registration(self, task: NewTask) -> RegistrationOutcome:
+        """Record a worker's registration PENDING, unless a submit holds the id; a second
+        registration of a PENDING one makes both claims until a pingback decides."""
+
+    def record_pingback_url(self, issued: IssuedPingbackUrl) -> None:
+        """Who a pingback URL was issued to, and until when it may register a task."""
+
+    def claim_pingback_url(
+        self, nonce: str, owner: str, task_id: str, now: float
+    ) -> PingbackUrlClaim:
+        """The URL registers ``task_id`` (again, for the same id): only for the principal it was
+        issued to, only one id, only until its register_by."""
 
     def record_result(self, result: TaskResult) -> StoreOutcome:
         """First solution wins; works for a task the table does not know yet."""

@@ -86,3 +86,7 @@ class PushError(PingbackGuardError):
 
 class ConnectionGoneError(PushError):
     """The connection no longer exists (API Gateway's GoneException): forget it."""
+
+
+class ForwardFailedError(PingbackGuardError):
+    """A worker's own pingback URL did not take a forwarded result: retried, then parked."""

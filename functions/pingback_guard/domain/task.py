@@ -61,13 +61,58 @@ class StoreOutcome(StrEnum):
     REJECTED = "rejected"
 
 
+class TaskOrigin(StrEnum):
+    """Who recorded a task: this stack's submit (it made the URL the provider holds, so it always
+    wins), or a worker's registration of a task it submitted elsewhere (a claim)."""
+
+    SUBMIT = "submit"
+    REGISTER = "register"
+
+
 class SubmissionOutcome(StrEnum):
     CREATED = "created"
     RESULT_ALREADY_STORED = "result_already_stored"
-    # The task id was already registered (a replayed or repeated registration): nothing written.
+    # The task id was already recorded by a submit (a replayed or repeated one): nothing written.
     ALREADY_REGISTERED = "already_registered"
     # A provisional result with another nonce (or none) sat under this id: discarded, PENDING now.
     PROVISIONAL_DISCARDED = "provisional_discarded"
+    # A worker's registration of this id (anyone's) gave way to this stack's own submit.
+    REGISTRATION_REPLACED = "registration_replaced"
+
+
+class RegistrationOutcome(StrEnum):
+    """What recording a worker's registration did; the first three answer alike (201)."""
+
+    CREATED = "created"
+    # A provisional result with another nonce sat under this id: discarded, PENDING now.
+    PROVISIONAL_DISCARDED = "provisional_discarded"
+    # Another registration of this id is PENDING: both are claims until a pingback decides.
+    CONTESTED = "contested"
+    # This stack's own submit (or a finished registration) holds the id: nothing written.
+    HELD_ELSEWHERE = "held_elsewhere"
+    # The caller's own registration, again.
+    SAME_AGAIN = "same_again"
+    DIFFERENT_DATA = "different_data"
+
+
+class PingbackUrlClaim(StrEnum):
+    """Whether a pingback URL from POST /pingback-urls may register a task id."""
+
+    CLAIMED = "claimed"
+    # Issued to another principal, used for another id, past its window, or never issued.
+    REFUSED = "refused"
+
+
+@dataclass(frozen=True)
+class IssuedPingbackUrl:
+    """A capability handed to one principal by POST /pingback-urls: registers one task, once,
+    until ``register_by``; the record lives until ``expires_at``."""
+
+    nonce: str
+    owner: str
+    issued_at: float
+    register_by: float
+    expires_at: float
 
 
 PROVEN_PATHS = frozenset({DeliveryPath.CALLBACK, DeliveryPath.REPLAY})
@@ -234,6 +279,7 @@ class NewTask:
     first_poll_at: float
     nonce: str | None = None
     owner: str | None = None
+    origin: TaskOrigin = TaskOrigin.SUBMIT
     forward_url: str | None = None
 
 
@@ -294,11 +340,23 @@ class Task:
     read_through_at: float | None = None
     reported: ReportVerdict | None = None
     reported_at: float | None = None
+    origin: TaskOrigin | None = None
+    # Other registrations of the same id (nonce -> owner) while no pingback has decided it.
+    rivals: Mapping[str, str] = field(default_factory=dict)
     forward_url: str | None = None
 
     @property
     def finished_at_earliest(self) -> float | None:
         return self.received_at if self.finished_after is None else self.finished_after
+
+    @property
+    def is_contested(self) -> bool:
+        return bool(self.rivals)
+
+    def claim_view(self) -> dict[str, Any]:
+        """What a claimant of a contested registration sees until a pingback decides whose it
+        is (only a pingback can: the poller leaves a contested task alone): no result."""
+        return {"task_id": self.task_id, "status": TaskStatus.PENDING.value, "solution": None}
 
     def is_usable(self, now: float) -> bool:
         """Only a token with a known deadline still ahead is usable; unknown counts as not."""

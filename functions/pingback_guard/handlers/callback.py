@@ -22,7 +22,7 @@ from pingback_guard.domain.task import TaskResult
 from pingback_guard.handlers.responses import raw_body, text_response
 from pingback_guard.logic.callback import CallbackOutcome, CallbackService
 from pingback_guard.logic.pingback_request import CallbackRequest, parse_callback
-from pingback_guard.logic.pingback_secrets import CallbackAuthenticator
+from pingback_guard.logic.pingback_secrets import CallbackAuthenticator, CapabilityLifetime
 from pingback_guard.logic.results import unread_delivery
 from pingback_guard.observability import (
     emit_delivery,
@@ -37,7 +37,11 @@ from pingback_guard.settings import CallbackSettings
 VERIFICATION_ROUTE = "GET /2captcha.txt"
 
 settings = CallbackSettings.from_env(os.environ)
-authenticator = CallbackAuthenticator(aws_clients.callback_secrets_reader(settings.callback_secret))
+# A capability counts until the longest time after its issue a provider may still deliver.
+authenticator = CallbackAuthenticator(
+    aws_clients.callback_secrets_reader(settings.callback_secret),
+    CapabilityLifetime(settings.callback_secret.capability_max_age_seconds),
+)
 
 
 @cache
@@ -84,7 +88,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return text_response(503, "result not stored; try again")
     metrics.add_metric(name=outcome.value, unit=MetricUnit.Count, value=1)
     if outcome is CallbackOutcome.REJECTED:
-        # A valid capability (or the legacy secret) presented for a task it does not belong to.
+        # A valid capability presented for a task it does not belong to, or a second id for
+        # one capability's provisional result.
         metrics.add_metric(name="CallbackRejected", unit=MetricUnit.Count, value=1)
         logger.warning("callback rejected", extra={"status": 403, "why": "proof does not fit"})
         return text_response(403, "forbidden")

@@ -3,6 +3,7 @@ secret, the URLs' base and how their tasks are recorded PENDING."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from pingback_guard import aws_clients
@@ -24,7 +25,9 @@ class PingbackIssuer:
             settings.callback_timeout_seconds, settings.expected_solve_seconds
         )
 
+    def base_url(self, request: APIGatewayProxyEventV2) -> str:
+        """The stack's public base URL when it has one, else the API's own domain."""
+        return self._public_base_url or f"https://{request.request_context.domain_name}"
+
     def issue(self, request: APIGatewayProxyEventV2) -> IssuedPingback:
-        """Under the stack's public base URL when it has one, else the API's own domain."""
-        base_url = self._public_base_url or f"https://{request.request_context.domain_name}"
-        return issue_pingback(base_url, self.read_secrets(False).current)
+        return issue_pingback(self.base_url(request), self.read_secrets(False).current, time.time())

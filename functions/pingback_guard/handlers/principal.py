@@ -1,7 +1,8 @@
 """Who is calling: the IAM principal API Gateway verified (routes with IAM auth only).
 
 Every task route needs it: submit records it as the task's ``owner``, reads and reports are
-allowed to that owner (or the stack's admin principal). API Gateway never invokes an IAM route
+allowed to that owner (or the stack's admin principal). A caller with an assumed role is the
+role (domain/principals.py), whatever its session name. API Gateway never invokes an IAM route
 without it; a missing one is refused (403) rather than trusted.
 """
 
@@ -16,6 +17,7 @@ from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from pingback_guard.domain.principals import owner_of
 from pingback_guard.domain.task import is_clean_text
 from pingback_guard.handlers.responses import ApiError, error_response
 
@@ -34,10 +36,11 @@ def websocket_caller(event: Mapping[str, Any]) -> str | None:
 
 
 def _principal_arn(arn: object) -> str | None:
+    """The owner the caller's ARN stands for (an assumed role's session counts as the role)."""
     if not is_clean_text(arn) or not str(arn).startswith("arn:"):
         return None
     text = str(arn)
-    return text if len(text) <= MAX_PRINCIPAL_ARN_LENGTH else None
+    return owner_of(text) if len(text) <= MAX_PRINCIPAL_ARN_LENGTH else None
 
 
 def own_task_route(

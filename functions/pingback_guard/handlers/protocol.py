@@ -5,7 +5,6 @@ as the provider sends it (text, or JSON with ``json=1``; always 200 unless the s
 from __future__ import annotations
 
 import base64
-import json
 import urllib.parse
 from collections.abc import Mapping
 from email.message import Message
@@ -13,7 +12,9 @@ from email.parser import BytesParser
 from email.policy import HTTP
 from typing import Any
 
+from pingback_guard.domain.bounded_json import InvalidJsonError, parse_json
 from pingback_guard.handlers.responses import raw_body
+from pingback_guard.kinds.registry import MAX_REQUEST_BYTES
 from pingback_guard.logic.compat import ProtocolAnswer
 
 MAX_FIELDS = 200
@@ -71,9 +72,9 @@ def _pairs(pairs: list[tuple[str, str]]) -> dict[str, str]:
 
 def _json_object(body: bytes) -> dict[str, str]:
     try:
-        document = json.loads(body.decode("utf-8"))
-    except (ValueError, RecursionError):
-        raise MalformedRequestError("body is not valid JSON") from None
+        document = parse_json(body, MAX_REQUEST_BYTES)
+    except InvalidJsonError as error:
+        raise MalformedRequestError(str(error)) from None
     if not isinstance(document, dict):
         raise MalformedRequestError("body is not a JSON object")
     fields: dict[str, str] = {}

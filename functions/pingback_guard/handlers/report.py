@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -21,7 +20,9 @@ from pingback_guard.domain.task import ReportClaim, ReportVerdict
 from pingback_guard.handlers.principal import own_task_route
 from pingback_guard.handlers.responses import (
     ApiError,
+    InvalidBodyError,
     error_response,
+    json_body,
     json_response,
     path_task_id,
 )
@@ -84,9 +85,9 @@ def _parse(request: APIGatewayProxyEventV2) -> tuple[str, ReportVerdict]:
     except ValueError as error:
         raise _BadRequest(ApiError.INVALID_TASK_ID, str(error)) from None
     try:
-        document = json.loads(request.decoded_body or "null")
-    except ValueError:
-        raise _BadRequest(ApiError.INVALID_BODY, "body is not valid JSON") from None
+        document = json_body(request)
+    except InvalidBodyError as error:
+        raise _BadRequest(ApiError.INVALID_BODY, str(error)) from None
     try:
         return task_id, parse_report(document)
     except InvalidReportError as error:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+from pingback_guard.domain.bounded_json import InvalidJsonError, parse_json
 from pingback_guard.domain.task import normalise_task_id
 
 if TYPE_CHECKING:
@@ -87,14 +88,12 @@ def json_body(request: APIGatewayProxyEventV2, max_bytes: int = MAX_JSON_BODY_BY
     body = raw_body(request.raw_event)
     if body is None:
         raise InvalidBodyError("body is not valid base64")
-    if len(body) > max_bytes:
-        raise InvalidBodyError(f"body must be at most {max_bytes} bytes")
     if not body:
         return None
     try:
-        return json.loads(body.decode("utf-8"))
-    except (ValueError, RecursionError):
-        raise InvalidBodyError("body is not valid JSON") from None
+        return parse_json(body, max_bytes)
+    except InvalidJsonError as error:
+        raise InvalidBodyError(str(error)) from None
 
 
 def path_task_id(request: APIGatewayProxyEventV2) -> str:

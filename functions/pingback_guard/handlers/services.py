@@ -10,7 +10,10 @@ from pingback_guard.logic.get_task import ReadThroughPolicy, TaskQuery
 from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
 from pingback_guard.logic.report import ReportService
 from pingback_guard.logic.submit import SubmitService
-from pingback_guard.observability import count_provisional_discarded
+from pingback_guard.observability import (
+    count_provisional_discarded,
+    count_registration_replaced,
+)
 from pingback_guard.provider.captchaai import RetryPolicy
 from pingback_guard.provider.configured_client import captchaai_client
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
@@ -24,6 +27,7 @@ def submit_service(settings: SubmitSettings, pingbacks: PingbackIssuer) -> Submi
         SqsDeadLetterQueue(aws_clients.sqs_client(), settings.dead_letter_queue_url),
         pingbacks.pending,
         on_provisional_discarded=count_provisional_discarded,
+        on_registration_replaced=count_registration_replaced,
     )
 
 

@@ -14,7 +14,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 from pingback_guard.domain.errors import (
     PingbackGuardError,
@@ -28,20 +27,17 @@ from pingback_guard.domain.task import (
     CaptchaRequest,
     ReportClaim,
     ReportVerdict,
-    TaskStatus,
     normalise_task_id,
 )
 from pingback_guard.kinds.registry import InvalidFieldError, parse_provider_fields
-from pingback_guard.logic.forwarding import is_forwardable_url
+from pingback_guard.logic.forwarding import is_forwardable_url, protocol_word
 from pingback_guard.logic.get_task import Lookup, TaskQuery
 from pingback_guard.logic.report import ReportService
 from pingback_guard.logic.submit import IssuedPingback, SubmitService
 from pingback_guard.logic.worker_keys import KeyRefusal, WorkerKeys
 from pingback_guard.provider.client import ProviderClient
 
-NOT_READY = "CAPCHA_NOT_READY"
 REPORT_RECORDED = "OK_REPORT_RECORDED"
-UNSOLVABLE = "ERROR_CAPTCHA_UNSOLVABLE"
 WRONG_CAPTCHA_ID = "ERROR_WRONG_CAPTCHA_ID"
 WRONG_ID_FORMAT = "ERROR_WRONG_ID_FORMAT"
 BAD_PARAMETERS = "ERROR_BAD_PARAMETERS"
@@ -137,10 +133,14 @@ CODE_OF_FIELD = {
 }
 
 
+# 2captcha's own method names for what the stack's kinds name otherwise.
+METHOD_ALIASES = {"geetest_v4": {"method": "geetest", "version": "4"}}
+
+
 def parse_fields(fields: Mapping[str, str]) -> CaptchaRequest:
     """in.php fields -> the request, through the one validator every route uses."""
     try:
-        return parse_provider_fields(fields)
+        return parse_provider_fields({**fields, **METHOD_ALIASES.get(fields.get("method", ""), {})})
     except InvalidFieldError as invalid:
         raise InvalidFieldsError(CODE_OF_FIELD.get(invalid.field, BAD_PARAMETERS)) from None
 
@@ -273,7 +273,7 @@ class CompatResults:
         if found is None:
             return False, WRONG_CAPTCHA_ID
         lookups.append((task_id, found))
-        return _word_for(found.view)
+        return protocol_word(found.view)
 
     def _report(self, raw_id: str, action: str, owner: str) -> Outcome:
         try:
@@ -300,17 +300,6 @@ class CompatResults:
         except PingbackGuardError:
             return Outcome(UNAVAILABLE, Event.PROVIDER_UNAVAILABLE)
         return Outcome(ProtocolAnswer.ok(str(balance)), Event.ANSWERED)
-
-
-def _word_for(view: Mapping[str, Any]) -> tuple[bool, str]:
-    status = view.get("status")
-    if status == TaskStatus.SOLVED.value and view.get("solution"):
-        return True, str(view["solution"])
-    if status == TaskStatus.PENDING.value:
-        return False, NOT_READY
-    error = str(view.get("error") or "")
-    # An expired task had no answer in time: for the client it is unsolvable (submit again).
-    return False, error if PROVIDER_CODE.fullmatch(error) else UNSOLVABLE
 
 
 def _code_of(error: ProviderError) -> str:

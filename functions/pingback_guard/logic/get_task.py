@@ -13,7 +13,7 @@ from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.errors import PingbackGuardError, ProviderAccountError
 from pingback_guard.domain.task import DeliveryPath, StoreOutcome, Task, TaskResult, TaskStatus
 from pingback_guard.kinds.registry import kind_of, parse_answer
-from pingback_guard.logic.access import may_access
+from pingback_guard.logic.access import Access, access_of
 from pingback_guard.logic.pacing import MIN_RETRY_AFTER_SECONDS, paced
 from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
 from pingback_guard.logic.results import Delivery, store_result, stored_delivery
@@ -60,7 +60,8 @@ class ReadThroughPolicy:
     solve_times: SolveTimes
 
     def is_due(self, task: Task, now: float) -> bool:
-        if task.status is not TaskStatus.PENDING or task.submitted_at is None:
+        # A contested task is decided by its pingback only: a fetched result would be nobody's.
+        if task.status is not TaskStatus.PENDING or task.submitted_at is None or task.is_contested:
             return False
         last = _last_check(task)
         if last is None:
@@ -96,7 +97,7 @@ class TaskQuery:
         self._store = store
         self._provider = provider
         self._policy = policy
-        self._admin_principal_arn = admin_principal_arn
+        self._admin = admin_principal_arn
         self._clock = clock
         self._learned: OrderedDict[str, None] = OrderedDict()
 
@@ -109,8 +110,11 @@ class TaskQuery:
         checked at res.php first. Nothing after the first read can fail the lookup. None for an
         unknown task and for another principal's task alike, before any res.php request."""
         task = self._store.get(task_id)
-        if task is None or not may_access(task, principal, self._admin_principal_arn):
+        access = Access.NONE if task is None else access_of(task, principal, self._admin)
+        if task is None or access is Access.NONE:
             return None
+        if access is Access.CLAIM:
+            return Lookup(task.claim_view())
         if self._provider is None or self._policy is None:
             return Lookup(worker_view(task, now))
         self._learn(task, self._policy.solve_times)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
+from pingback_guard.domain.bounded_json import InvalidJsonError, parse_json
 from pingback_guard.domain.errors import InvalidCallbackError
 from pingback_guard.domain.task import (
     MAX_ANSWER_BYTES,
@@ -76,9 +76,9 @@ def _body_fields(content_type: str, body: bytes) -> dict[str, str]:
 
 def _json_fields(text: str) -> dict[str, str]:
     try:
-        document = json.loads(text)
-    except (ValueError, RecursionError):
-        raise InvalidCallbackError("body is not valid JSON") from None
+        document = parse_json(text, MAX_CALLBACK_BODY_BYTES)
+    except InvalidJsonError as error:
+        raise InvalidCallbackError(str(error)) from None
     if not isinstance(document, dict):
         raise InvalidCallbackError("JSON body must be an object")
     return {

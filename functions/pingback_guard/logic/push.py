@@ -17,11 +17,13 @@ from typing import Any
 
 from pingback_guard.data.connections import Connection, ConnectionStore, TooManyConnections
 from pingback_guard.data.store import TaskStore
+from pingback_guard.domain.bounded_json import InvalidJsonError, parse_json
 from pingback_guard.domain.errors import ConnectionGoneError, PushError
 from pingback_guard.domain.task import TaskStatus, normalise_task_id
 from pingback_guard.logic.access import may_access
 
 MAX_SUBSCRIBED_IDS = 50
+MAX_SUBSCRIPTION_BYTES = 4096
 FINAL_STATUSES = frozenset(
     status.value for status in TaskStatus if status is not TaskStatus.PENDING
 )
@@ -89,9 +91,9 @@ def _number(value: object) -> float | None:
 
 def parse_subscription(body: str | None) -> list[str]:
     try:
-        document = json.loads(body or "")
-    except (ValueError, RecursionError):
-        raise InvalidSubscription("body is not JSON") from None
+        document = parse_json(body or "", MAX_SUBSCRIPTION_BYTES)
+    except InvalidJsonError as error:
+        raise InvalidSubscription(str(error)) from None
     ids = document.get("task_ids") if isinstance(document, dict) else None
     if not isinstance(ids, list) or not 0 < len(ids) <= MAX_SUBSCRIBED_IDS:
         raise InvalidSubscription(f"task_ids must be a list of 1 to {MAX_SUBSCRIBED_IDS} ids")

@@ -1,27 +1,43 @@
 """Tasks a worker submitted to the provider itself, with a pingback URL this stack issued.
 
-Registering records the task exactly as submit does (PENDING, nonce, owner, first poll after the
-callback timeout), so the three nets protect it too. Registration is idempotent.
+A pingback URL is issued to one principal and registers one task id, once, within the
+registration window (one retention window) of its issue. Registering records the task as submit
+does (PENDING, nonce, owner, first poll when likely ready), so the three nets protect it too,
+but as a claim: this stack's own submit of the same id replaces it, and two registrations of
+one id are both claims until the pingback that carries one of their capabilities decides.
+Repeating a registration is harmless.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from urllib.parse import urlsplit
 
 from pingback_guard.data.store import TaskStore
+from pingback_guard.domain.errors import ProviderRetryableError
 from pingback_guard.domain.task import (
     CaptchaRequest,
+    IssuedPingbackUrl,
     NewTask,
-    SubmissionOutcome,
+    PingbackUrlClaim,
+    RegistrationOutcome,
+    TaskOrigin,
     is_clean_text,
     normalise_task_id,
 )
 from pingback_guard.kinds.fields import MAX_URL_BYTES
 from pingback_guard.kinds.json_fields import request_from_json
-from pingback_guard.logic.submit import PendingTasks
+from pingback_guard.logic.capability import ProvenCapability
+from pingback_guard.logic.submit import PendingTasks, issue_pingback
+from pingback_guard.provider.answers import AnswerKind
+from pingback_guard.provider.client import ProviderClient
+
+# res.php's answers for an id the provider does not know (for this stack's API key).
+UNKNOWN_ID_CODES = frozenset({"ERROR_WRONG_CAPTCHA_ID", "ERROR_WRONG_ID_FORMAT"})
+# Answered alike: a registration that loses to, or contests, another's task.
+CLAIMS = frozenset({RegistrationOutcome.CONTESTED, RegistrationOutcome.HELD_ELSEWHERE})
 
 CALLBACK_PATH_PREFIX = "/callback/"
 NOT_ISSUED = "pingback_url must be a URL issued by POST /pingback-urls"
@@ -36,10 +52,22 @@ class InvalidRegistrationError(ValueError):
         self.field = field
 
 
-class RegistrationOutcome(StrEnum):
-    CREATED = "created"
-    SAME_AGAIN = "same_again"
-    DIFFERENT_DATA = "different_data"
+class PingbackUrlRefusedError(InvalidRegistrationError):
+    """The URL was issued to another principal, registered another id, or its window ended."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "pingback_url",
+            "pingback_url was not issued to this caller, registered another task,"
+            " or its registration window ended",
+        )
+
+
+class UnknownAtProviderError(InvalidRegistrationError):
+    """The provider does not know the id (for this stack's API key): nothing to register."""
+
+    def __init__(self) -> None:
+        super().__init__("task_id", "the provider does not know this task id")
 
 
 @dataclass(frozen=True)
@@ -77,32 +105,81 @@ def _capability_of(url: object) -> str:
     return capability
 
 
+@dataclass(frozen=True)
+class HandedOutUrl:
+    url: str
+    register_by: float
+
+
+@dataclass(frozen=True)
+class RegistrationWindow:
+    """How long after its issue a pingback URL may register a task (one retention window); its
+    record lives as long as the capability counts (two)."""
+
+    seconds: float
+
+    def issued(self, nonce: str, owner: str, now: float) -> IssuedPingbackUrl:
+        return IssuedPingbackUrl(nonce, owner, now, now + self.seconds, now + 2 * self.seconds)
+
+
 class RegisterService:
     def __init__(
         self,
         store: TaskStore,
         pending: PendingTasks,
+        provider: ProviderClient,
+        window: RegistrationWindow,
         *,
+        clock: Callable[[], float] = time.time,
         on_provisional_discarded: Callable[[NewTask], None] = lambda _task: None,
+        on_claim_clash: Callable[[NewTask, RegistrationOutcome], None] = lambda _t, _o: None,
     ) -> None:
         self._store = store
         self.pending = pending
+        self._provider = provider
+        self._window = window
+        self._clock = clock
         self._on_provisional_discarded = on_provisional_discarded
+        self._on_claim_clash = on_claim_clash
+
+    def issue(self, public_base_url: str, secret: str, owner: str) -> HandedOutUrl:
+        """A pingback URL for ``owner``, recorded before it is handed out."""
+        now = self._clock()
+        pingback = issue_pingback(public_base_url, secret, now)
+        issued = self._window.issued(pingback.nonce, owner, now)
+        self._store.record_pingback_url(issued)
+        return HandedOutUrl(pingback.url, issued.register_by)
 
     def register(
-        self, registration: RegistrationRequest, nonce: str, owner: str
+        self, registration: RegistrationRequest, proof: ProvenCapability, owner: str
     ) -> RegistrationOutcome:
-        """Raises StoreError when the table cannot answer: the worker retries (idempotent)."""
-        task = self.pending.new(registration.task_id, registration.request, nonce, owner)
-        outcome = self._store.record_submission(task)
-        if outcome is SubmissionOutcome.PROVISIONAL_DISCARDED:
-            self._on_provisional_discarded(task)
-        if outcome is not SubmissionOutcome.ALREADY_REGISTERED:
-            return RegistrationOutcome.CREATED
-        existing = self._store.get(registration.task_id)
-        same = existing is not None and (existing.request, existing.nonce, existing.owner) == (
-            task.request,
-            nonce,
-            owner,
+        """Raises PingbackUrlRefusedError or UnknownAtProviderError (the caller's 400 / 404),
+        StoreError or a provider error when an answer is missing: the worker retries."""
+        claim = self._store.claim_pingback_url(
+            proof.nonce, owner, registration.task_id, self._clock()
         )
-        return RegistrationOutcome.SAME_AGAIN if same else RegistrationOutcome.DIFFERENT_DATA
+        if claim is not PingbackUrlClaim.CLAIMED:
+            raise PingbackUrlRefusedError
+        self._check_known_to_provider(registration.task_id)
+        task = self.pending.new(
+            registration.task_id,
+            registration.request,
+            proof.nonce,
+            owner,
+            origin=TaskOrigin.REGISTER,
+        )
+        outcome = self._store.record_registration(task)
+        if outcome is RegistrationOutcome.PROVISIONAL_DISCARDED:
+            self._on_provisional_discarded(task)
+        if outcome in CLAIMS:
+            self._on_claim_clash(task, outcome)
+        return outcome
+
+    def _check_known_to_provider(self, task_id: str) -> None:
+        """An id the provider has not handed out yet cannot be registered: a future id is
+        where another worker's submit would land."""
+        answer = self._provider.get_results([task_id]).get(task_id)
+        if answer is None or answer.kind is AnswerKind.RETRYABLE:
+            raise ProviderRetryableError("res.php get: no answer for the registered id")
+        if answer.kind is AnswerKind.TASK_PERMANENT and answer.value in UNKNOWN_ID_CODES:
+            raise UnknownAtProviderError

@@ -47,6 +47,7 @@ class ReplayOutcome(StrEnum):
     UNREGISTERED = "ReplayUnregistered"
     REJECTED = "ReplayProofMismatch"
     PROVISIONAL_DISCARDED = "ProvisionalResultDiscarded"
+    REGISTRATION_REPLACED = "RegistrationReplaced"
 
 
 class RejectedMessageError(InvalidDeadLetterError):
@@ -65,6 +66,7 @@ OUTCOME_OF_SUBMISSION = {
     SubmissionOutcome.PROVISIONAL_DISCARDED: ReplayOutcome.PROVISIONAL_DISCARDED,
     SubmissionOutcome.RESULT_ALREADY_STORED: ReplayOutcome.DUPLICATE,
     SubmissionOutcome.ALREADY_REGISTERED: ReplayOutcome.DUPLICATE,
+    SubmissionOutcome.REGISTRATION_REPLACED: ReplayOutcome.REGISTRATION_REPLACED,
 }
 
 

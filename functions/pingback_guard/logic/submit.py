@@ -12,7 +12,7 @@ from pingback_guard.domain.errors import (
     StoreUnavailableError,
     TaskNotRecordedError,
 )
-from pingback_guard.domain.task import CaptchaRequest, NewTask, SubmissionOutcome
+from pingback_guard.domain.task import CaptchaRequest, NewTask, SubmissionOutcome, TaskOrigin
 from pingback_guard.kinds.registry import expected_solve_seconds
 from pingback_guard.logic import capability
 from pingback_guard.logic.poll_schedule import first_poll_delay
@@ -34,8 +34,8 @@ class IssuedPingback:
     url: str
 
 
-def issue_pingback(public_base_url: str, secret: str) -> IssuedPingback:
-    minted = capability.mint(secret)
+def issue_pingback(public_base_url: str, secret: str, issued_at: float) -> IssuedPingback:
+    minted = capability.mint(secret, issued_at)
     return IssuedPingback(minted.nonce, pingback_url(public_base_url, minted.token))
 
 
@@ -55,6 +55,8 @@ class PendingTasks:
         nonce: str | None,
         owner: str | None,
         forward_url: str | None = None,
+        *,
+        origin: TaskOrigin = TaskOrigin.SUBMIT,
     ) -> NewTask:
         now = self.clock()
         first_check_after = first_poll_delay(
@@ -71,6 +73,7 @@ class PendingTasks:
             nonce=nonce,
             owner=owner,
             forward_url=forward_url,
+            origin=origin,
         )
 
 
@@ -84,6 +87,7 @@ class SubmitService:
         *,
         sleep: Callable[[float], None] = time.sleep,
         on_provisional_discarded: Callable[[NewTask], None] = lambda _task: None,
+        on_registration_replaced: Callable[[NewTask], None] = lambda _task: None,
     ) -> None:
         self._store = store
         self._provider = provider
@@ -91,6 +95,7 @@ class SubmitService:
         self.pending = pending
         self._sleep = sleep
         self._on_provisional_discarded = on_provisional_discarded
+        self._on_registration_replaced = on_registration_replaced
 
     def submit(
         self,
@@ -101,9 +106,11 @@ class SubmitService:
     ) -> NewTask:
         """Provider first (it names the task), then PENDING: retried, else queued for replay.
 
-        Only when the table and the dead-letter queue both refuse does the caller get an error,
-        and that error carries the provider's task id. ``forward_url``: the worker's own
-        pingback URL (in.php's ``pingback``), kept with the task for the result's forward.
+        The record is the caller's whatever else claimed the id (the provider holds this
+        submit's URL). Only when the table and the dead-letter queue both refuse does the caller
+        get an error, and that error carries the provider's task id. ``forward_url``: the
+        worker's own pingback URL (in.php's ``pingback``), kept with the task for the result's
+        forward.
         """
         task = self.pending.new(
             self._provider.submit(request, pingback.url),
@@ -113,8 +120,11 @@ class SubmitService:
             forward_url,
         )
         try:
-            if self._record(task) is SubmissionOutcome.PROVISIONAL_DISCARDED:
+            outcome = self._record(task)
+            if outcome is SubmissionOutcome.PROVISIONAL_DISCARDED:
                 self._on_provisional_discarded(task)
+            if outcome is SubmissionOutcome.REGISTRATION_REPLACED:
+                self._on_registration_replaced(task)
         except StoreUnavailableError as store_failure:
             try:
                 self._dead_letters.send(task, reason=str(store_failure))

@@ -8,20 +8,19 @@ tasks as that principal and reads only that principal's tasks, as the IAM routes
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import secrets
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit
 
 import click
 from botocore.exceptions import ClientError
-from rich.table import Table
 
+from pingback_guard_cli.context import Context
 from pingback_guard_cli.errors import CliFailure, ExitCode
-from pingback_guard_cli.output import console, json_option, print_json
+from pingback_guard_cli.output import console, json_option, print_json, table
 from pingback_guard_cli.stack import Aws, Stack
 
 KEYS_OUTPUT = "WorkerKeysTableName"
@@ -29,13 +28,6 @@ KEY_ID_LENGTH = 16
 # The userArn API Gateway hands the IAM routes: an IAM user, role or assumed-role session.
 OWNER_PATTERN = re.compile(r"arn:aws[a-z-]*:(iam|sts)::[0-9]{12}:[A-Za-z0-9+=,.@_/:-]{1,1900}")
 LABEL_PATTERN = re.compile(r"[\w .@:/-]{0,64}")
-
-
-class HasStack(Protocol):
-    aws: Aws
-
-    @property
-    def stack(self) -> Stack: ...
 
 
 @dataclass(frozen=True)
@@ -134,17 +126,16 @@ def keys_group() -> None:
 @keys_group.command("issue")
 @click.option("--owner", required=True, help="IAM principal ARN the key speaks for.")
 @click.option("--label", default="", help="A note for `keys list` (who or where it is used).")
-@click.option("--json", "as_json", is_flag=True, help="Print the key and its record as JSON.")
+@json_option
 @click.pass_obj
-def keys_issue(context: HasStack, owner: str, label: str, as_json: bool) -> None:
+def keys_issue(context: Context, owner: str, label: str, as_json: bool) -> None:
     """Issue a key for OWNER; it is printed once and never stored.
 
     The key submits tasks as OWNER and reads only OWNER's tasks, as the IAM routes do.
     """
     issued = issue(context.aws, context.stack, owner, label)
     if as_json:
-        document = {"key": issued.key, "server": issued.server, **asdict(issued.record)}
-        click.echo(json.dumps(document, indent=2))
+        print_json({"key": issued.key, "server": issued.server, **asdict(issued.record)})
         return
     click.echo(f"key:    {issued.key}   (shown once: the stack keeps only its hash)")
     click.echo(f"key id: {issued.record.key_id}   (keys list / keys revoke)")
@@ -153,31 +144,31 @@ def keys_issue(context: HasStack, owner: str, label: str, as_json: bool) -> None
 
 
 @keys_group.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print the records as JSON.")
+@json_option
 @click.pass_obj
-def keys_list(context: HasStack, as_json: bool) -> None:
+def keys_list(context: Context, as_json: bool) -> None:
     """Every key's id, owner, label, when issued and when revoked (never a key)."""
     records = list_keys(context.aws, context.stack)
     if as_json:
-        click.echo(json.dumps([asdict(record) for record in records], indent=2))
+        print_json([asdict(record) for record in records])
         return
-    table = Table("key id", "owner", "label", "issued (UTC)", "revoked (UTC)", title="keys")
+    grid = table("key id", "owner", "label", "issued (UTC)", "revoked (UTC)", title="keys")
     for record in records:
-        table.add_row(
+        grid.add_row(
             record.key_id,
             record.owner,
             record.label,
             _when(record.created_at),
             _when(record.revoked_at),
         )
-    console().print(table if records else "no keys")
+    console().print(grid if records else "no keys")
 
 
 @keys_group.command("revoke")
 @click.argument("key_id")
 @json_option
 @click.pass_obj
-def keys_revoke(context: HasStack, key_id: str, as_json: bool) -> None:
+def keys_revoke(context: Context, key_id: str, as_json: bool) -> None:
     """Revoke the key KEY_ID: from the next request it gets ERROR_KEY_DOES_NOT_EXIST."""
     record = revoke(context.aws, context.stack, key_id)
     if as_json:

@@ -8,12 +8,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from importlib.metadata import version
+from pathlib import Path
 
 import boto3
 import click
 from rich.text import Text
 
-from pingback_guard_cli import keys, queues, secret, status, tasks
+from pingback_guard_cli import keys, preflight, queues, secret, status, tasks
 from pingback_guard_cli.context import Context
 from pingback_guard_cli.errors import ExitCode, failure_of
 from pingback_guard_cli.output import (
@@ -357,6 +358,61 @@ def _age(seconds: float | None, visible: int) -> Text:
     if seconds is not None:
         return Text(duration(seconds), justify="right")
     return Text("no data" if visible else "-", justify="right")
+
+
+@cli.command("preflight")
+@click.option(
+    "--template",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default="template.yaml",
+    show_default=True,
+    help="The stack's template (its parameter defaults).",
+)
+@click.option(
+    "--config-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default="samconfig.toml",
+    show_default=True,
+    help="SAM config whose deploy parameter_overrides apply (skipped when absent).",
+)
+@click.option("--config-env", default="default", show_default=True, help="Its environment.")
+@click.option(
+    "--parameter",
+    "-p",
+    "parameters",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A parameter override, as `sam deploy --parameter-overrides` takes (repeatable).",
+)
+@json_option
+@click.pass_obj
+def preflight_command(
+    context: Context,
+    template: Path,
+    config_file: Path,
+    config_env: str,
+    parameters: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Before a first deploy: what `sam deploy` would trip on, and what to change.
+
+    Reads the account's Lambda concurrency limit, the Powertools layer's SSM parameter in the
+    target region, the provider API key's SSM SecureString and the alarm e-mail. Exit 8 when
+    something must change first. Needs lambda:GetAccountSettings and ssm:GetParameter.
+    """
+    values = preflight.deploy_parameters(template, config_file, config_env, parameters)
+    region = context.aws.session.region_name or "(no region)"
+    checks = preflight.run_checks(context.aws, values, region)
+    if as_json:
+        print_json({"region": region, **preflight.to_json(checks)})
+    else:
+        grid = table("check", "ok", "found", "change", title=f"preflight in {region}")
+        for check in checks:
+            verdict = Text("ok", style="green") if check.ok else Text("CHANGE", style="red")
+            grid.add_row(check.name, verdict, check.found, check.fix or "-")
+        console().print(grid)
+    if not all(check.ok for check in checks):
+        raise click.exceptions.Exit(int(ExitCode.NEEDS_ATTENTION))
 
 
 # Command groups defined in their own modules.

@@ -77,6 +77,7 @@ class AsyncClient:
     close = _in_thread(Client.close)
     submit = _in_thread(Client.submit)
     submit_paced = _in_thread(Client.submit_paced)
+    submit_document = _in_thread(Client.submit_document)
     task = _in_thread(Client.task)
     report = _in_thread(Client.report)
     pingback_url = _in_thread(Client.pingback_url)
