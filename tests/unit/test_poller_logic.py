@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -362,12 +363,17 @@ def test_the_deadline_is_checked_before_every_single_id_request(store: InMemoryT
 
 
 def _clocked(
-    store: InMemoryTaskStore, provider: FakeProvider, policy: PollPolicy
+    store: InMemoryTaskStore,
+    provider: FakeProvider,
+    policy: PollPolicy,
+    meanwhile: Callable[[float], None] = lambda now: None,
 ) -> tuple[PollerService, list[float]]:
+    """A poller on a fake clock; ``meanwhile`` is told each moment a sleep ends at."""
     moments = [SUBMITTED + 20]
 
     def sleep(seconds: float) -> None:
         moments.append(moments[-1] + seconds)
+        meanwhile(moments[-1])
 
     service = PollerService(
         store,
@@ -464,21 +470,12 @@ def test_a_task_submitted_after_the_work_is_done_is_checked_in_the_same_invocati
     pending(store, "1", first_poll=SUBMITTED + 20)
     provider = FakeProvider(answers={"1": TOKEN, "2": TOKEN})
     policy = dataclasses.replace(UNIT_POLL_POLICY, run_seconds=50, sweep_interval_seconds=5)
-    moments = [SUBMITTED + 20]
 
-    def sleep_and_submit(seconds: float) -> None:
-        moments.append(moments[-1] + seconds)
-        if moments[-1] == SUBMITTED + 40:
+    def submit_at_40(now: float) -> None:
+        if now == SUBMITTED + 40:
             store.record_submission(NewTask("2", RECAPTCHA_REQUEST, SUBMITTED + 40, SUBMITTED + 55))
 
-    service = PollerService(
-        store,
-        provider,
-        policy,
-        SolveTimes(default_seconds=20),
-        clock=lambda: moments[-1],
-        sleep=sleep_and_submit,
-    )
+    service, moments = _clocked(store, provider, policy, meanwhile=submit_at_40)
     report = service.run(remaining_seconds=lambda: 60 - (moments[-1] - moments[0]))
     assert provider.requests == [["1"], ["2"]] and report.recovered == 2
 
