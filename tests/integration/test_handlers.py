@@ -7,11 +7,13 @@ import base64
 import json
 import time
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
 from infra.lambda_context import FakeLambdaContext
 from pingback_guard.domain.errors import ProviderRejectedError
+from pingback_guard.domain.task import CaptchaRequest
 from tests.fakes import FakeProvider
 from tests.integration.handler_support import (
     API_KEY,
@@ -297,3 +299,42 @@ class TestGetTask:
         assert (
             handlers.load("get_task").handler(shaped, FakeLambdaContext())["statusCode"] == status
         )
+
+
+class TestSubmitImages:
+    """An image goes to the provider and nowhere else: not the table, not a log line, not an
+    answer, accepted or refused."""
+
+    IMAGE = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8).decode()
+
+    def image_event(self, **fields: object) -> dict[str, Any]:
+        submit = event("submit_task.json")
+        body = {"method": "base64", "body": self.IMAGE, "phrase": 1, **fields}
+        return {**submit, "body": json.dumps(body), "isBase64Encoded": False}
+
+    def test_an_image_is_sent_and_never_kept_or_logged(self, handlers: Handlers) -> None:
+        module = handlers.load("submit")
+        fake = FakeProvider()
+        handlers.monkeypatch.setattr(module.service, "_provider", fake)
+        answer = module.handler(self.image_event(), FakeLambdaContext())
+        assert answer["statusCode"] == 202
+        (sent,) = fake.submitted_requests
+        assert isinstance(sent, CaptchaRequest) and sent.fields["body"] == self.IMAGE
+        stored = handlers.item(json.loads(answer["body"])["task_id"])
+        assert stored is not None and stored["method"]["S"] == "base64"
+        assert self.IMAGE[:32] not in json.dumps(stored)
+        assert self.IMAGE[:32] not in handlers.capsys.readouterr().out
+
+    @pytest.mark.parametrize(
+        ("fields", "named"),
+        [({"numeric": 9}, "numeric"), ({"sitekey": "x"}, "sitekey"), ({"body": "@@"}, "body")],
+    )
+    def test_a_refused_image_request_names_the_field_and_echoes_nothing(
+        self, handlers: Handlers, fields: dict[str, object], named: str
+    ) -> None:
+        module = handlers.load("submit")
+        answer = module.handler(self.image_event(**fields), FakeLambdaContext())
+        refusal = json.loads(answer["body"])
+        assert answer["statusCode"] == 400 and refusal["error"] == "invalid_field"
+        assert refusal["reason"].startswith(named)
+        assert self.IMAGE[:32] not in answer["body"] + handlers.capsys.readouterr().out
