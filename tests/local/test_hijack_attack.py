@@ -6,6 +6,7 @@ attempts are counted and alarmed; no event reaches the bus for a task the attack
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -45,6 +46,10 @@ def submit(session: requests.Session, stack: LocalStack) -> str:
 def view(session: requests.Session, stack: LocalStack, task_id: str) -> tuple[int, dict[str, Any]]:
     answer = session.get(f"{stack.ready.api_url}/tasks/{task_id}", timeout=30)
     return answer.status_code, answer.json()
+
+
+def is_solved(session: requests.Session, stack: LocalStack, task_id: str) -> bool:
+    return view(session, stack, task_id)[1].get("status") == "SOLVED"
 
 
 def provider_code(simulator: Simulator, task_id: str) -> str:
@@ -88,10 +93,7 @@ def test_one_rogue_principal_with_one_url_takes_no_task_and_is_alarmed(
     assert victims[0] in attacked
     # Then every victim task ends SOLVED with exactly the provider's code, the victim's alone.
     for task_id in victims:
-        wait_until(
-            lambda task_id=task_id: view(victim, stack, task_id)[1].get("status") == "SOLVED",
-            timeout=60,
-        )
+        wait_until(functools.partial(is_solved, victim, stack, task_id), timeout=60)
         status, seen = view(victim, stack, task_id)
         assert (status, seen["solution"]) == (200, provider_code(simulator, task_id))
         assert view(rogue, stack, task_id)[0] == 404
@@ -101,7 +103,7 @@ def test_one_rogue_principal_with_one_url_takes_no_task_and_is_alarmed(
         assert view(victim, stack, task_id)[1]["solution"] == provider_code(simulator, task_id)
     # And the attacker's attempts are counted and alarmed.
     for alarm in ("RejectedCallbacksAlarm", "CallbackUnregisteredAlarm", "ApiTasks4xxRateAlarm"):
-        wait_until(lambda alarm=alarm: fired(stack, alarm), timeout=60)
+        wait_until(functools.partial(fired, stack, alarm), timeout=60)
     # And no event reaches the bus for a task the attacker does not own.
     wait_until(stack.result_events_settled, timeout=60)
     details = [event["detail"] for event in stack.published_events()]
