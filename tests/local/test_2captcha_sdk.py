@@ -150,6 +150,13 @@ def test_geetest(solver: TwoCaptcha, simulator: Simulator) -> None:
     assert_provider_s_answer(simulator, result)
 
 
+def test_geetest_v4(solver: TwoCaptcha, simulator: Simulator) -> None:
+    result = solver.geetest_v4(
+        captcha_id="e392e1d7fd421dc63325744d5a2b9c73", url="https://2captcha.com/demo/geetest-v4"
+    )
+    assert_provider_s_answer(simulator, result)
+
+
 def test_extended_response_reads_res_php_with_json(server: str, worker_key: str) -> None:
     solver = TwoCaptcha(
         worker_key, server=server, pollingInterval=1, defaultTimeout=90, extendedResponse=True

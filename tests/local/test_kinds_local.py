@@ -6,6 +6,7 @@ arrive exactly through the callback and through res.php."""
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -19,6 +20,8 @@ from infra.simulator import Simulator
 from infra.simulator.answers import SIM_TEXT_PREFIX
 from pingback_guard_client import Client, Solution
 from tests.local.support import QUICK_SOLVES
+from tests.local.test_compat_protocol import in_php, issue_key, res_php
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(300)]
 
@@ -147,3 +150,25 @@ def test_the_image_is_sent_to_the_provider_and_never_kept(
     )["Item"]
     assert base64.b64encode(IMAGE).decode()[:40] not in str(item)
     assert item["method"]["S"] == "base64"
+
+
+@pytest.mark.parametrize("pingbacks", ["delivered", "dropped"])
+def test_odd_answers_reach_a_2captcha_client_exactly_through_the_stacks_res_php(
+    stack: LocalStack, simulator: Simulator, capsys: pytest.CaptureFixture[str], pingbacks: str
+) -> None:
+    """The stack's own in.php/res.php (json=1), as any 2captcha client reads it."""
+    simulator.update_faults(pingback_drop_rate=1.0 if pingbacks == "dropped" else 0.0)
+    key = issue_key(stack, capsys, WORKER.user_arn)
+    task_ids = {}
+    for answer in ODD_ANSWERS:
+        image = base64.b64encode(read_as(answer)).decode()
+        submitted = in_php(stack, key=key, method="base64", body=image, json="1").json()
+        assert submitted["status"] == 1, submitted
+        task_ids[answer] = str(submitted["request"])
+
+    def answered(task_id: str) -> str | None:
+        got = res_php(stack, key=key, action="get", id=task_id, json="1").json()
+        return str(got["request"]) if got["status"] == 1 else None
+
+    for answer, task_id in task_ids.items():
+        assert wait_until(functools.partial(answered, task_id), timeout=90, interval=1) == answer

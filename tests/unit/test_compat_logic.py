@@ -293,3 +293,14 @@ def test_the_client_s_pingback_is_kept_with_its_task_never_sent_to_the_provider(
 def test_a_pingback_the_stack_will_not_call_is_refused(stack: Stack, url: str) -> None:
     assert words(stack.submit(stack.worker_key, pingback=url)) == (0, "ERROR_BAD_PARAMETERS")
     assert stack.provider.submitted == []
+
+
+def test_2captcha_s_geetest_v4_method_is_geetest_version_4() -> None:
+    request = parse_fields(
+        {
+            "method": "geetest_v4",
+            "captcha_id": "e392e1d7fd421dc63325744d5a2b9c73",
+            "pageurl": SUBMIT["pageurl"],
+        }
+    )
+    assert request.method == "geetest" and request.fields["version"] == "4"

@@ -133,10 +133,14 @@ CODE_OF_FIELD = {
 }
 
 
+# 2captcha's own method names for what the stack's kinds name otherwise.
+METHOD_ALIASES = {"geetest_v4": {"method": "geetest", "version": "4"}}
+
+
 def parse_fields(fields: Mapping[str, str]) -> CaptchaRequest:
     """in.php fields -> the request, through the one validator every route uses."""
     try:
-        return parse_provider_fields(fields)
+        return parse_provider_fields({**fields, **METHOD_ALIASES.get(fields.get("method", ""), {})})
     except InvalidFieldError as invalid:
         raise InvalidFieldsError(CODE_OF_FIELD.get(invalid.field, BAD_PARAMETERS)) from None
 
