@@ -182,6 +182,9 @@ CUSTOM_METRIC_ALARMS = {
     "PollRecoveredAlarm": "PollRecovered",
     "SubmitNotRecordedAlarm": "SubmitNotRecorded",
     "ProvisionalResultDiscardedAlarm": "ProvisionalResultDiscarded",
+    "CallbackUnregisteredAlarm": "CallbackUnregistered",
+    "RegistrationReplacedAlarm": "RegistrationReplaced",
+    "RegistrationClashAlarm": "RegistrationClash",
     "TokenDeliveredUnusableAlarm": "TokenDeliveredUnusable",
     "AnswerShapeMisfitAlarm": "AnswerShapeMisfit",
 }
