@@ -194,6 +194,11 @@ QUEUE_ALARMS = {
     "ParkingQueueDepthAlarm": ("ParkingQueue", "ApproximateNumberOfMessagesVisible"),
 }
 DASHBOARD_METRICS = {
+    "CompatAnswered",
+    "CompatKeyRefused",
+    "CompatStoreUnavailable",
+    "PingbackForwarded",
+    "PingbackForwardFailed",
     "CallbackAccepted",
     "CallbackDuplicate",
     "CallbackConflict",
