@@ -25,6 +25,9 @@ from bench.poller_reads import measure_poller_reads
 from bench.report import RunInfo, markdown_report, results_document
 from bench.res_requests import measure_res_requests
 from bench.table_paths import PathMeasurements, measure_paths, table_paths_outcome
+from bench.task_cost import KEY as TASK_COST
+from bench.task_cost import TITLE as TASK_COST_TITLE
+from bench.task_cost import task_cost_outcome
 
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_JSON = BENCH_DIR / "results.json"
@@ -86,10 +89,21 @@ def current_commit() -> str:
 
 
 def main() -> int:
+    """`python -m bench [KEY ...]`: every section, or only those named (printed, not written)."""
+    only = set(sys.argv[1:])
     started_utc = datetime.now(UTC).strftime("%Y-%m-%d %H:%M")
     started = time.monotonic()
     load_at_start = os.getloadavg()[0]
-    outcomes = [run_section(*section) for section in sections()]
+    outcomes = [run_section(*section) for section in sections() if not only or section[0] in only]
+    measured = {outcome.key: outcome for outcome in outcomes}
+    if "cost" in measured and "freshness" in measured:
+        outcomes.append(
+            run_section(
+                TASK_COST,
+                TASK_COST_TITLE,
+                lambda: task_cost_outcome(measured["cost"], measured["freshness"]),
+            )
+        )
     run = RunInfo(
         started_utc=started_utc,
         duration_seconds=time.monotonic() - started,
@@ -98,9 +112,10 @@ def main() -> int:
         machine=f"{platform.machine()}, {_cpu_count()} CPUs",
         load_averages=(load_at_start, os.getloadavg()[0]),
     )
-    RESULTS_JSON.write_text(json.dumps(results_document(run, outcomes), indent=2) + "\n")
     report = markdown_report(run, outcomes)
-    RESULTS_MARKDOWN.write_text(report)
+    if not only:
+        RESULTS_JSON.write_text(json.dumps(results_document(run, outcomes), indent=2) + "\n")
+        RESULTS_MARKDOWN.write_text(report)
     print(report)
     return 0
 

@@ -4,9 +4,11 @@ The local stack (infra.local, template.yaml at its DEFAULT parameters, real time
 because the freshness rules run on wall-clock time inside the functions) against the CaptchaAI
 simulator (solve times lognormal, median 25 s, as the simulator's default). A simulated worker
 per task submits with POST /tasks and waits with GET /tasks/{task_id} about once a second
-(infra/client_worker.py). Each stack variant runs two phases: no pingback lost, then every
-pingback lost. Ages are measured against the simulator's truth (when it really finished each
-task), never against what the stack says; the stack's own claims are checked against it.
+(infra/client_worker.py), in one of three ways, each on its own stack (issue 24): results
+pushed over the WebSocket API, GETs paced by the stack's hints, or a GET every second. Each runs
+two phases: no pingback lost, then every pingback lost. Ages are measured against the
+simulator's truth (when it really finished each task), never against what the stack says; the
+stack's own claims are checked against it.
 """
 
 from __future__ import annotations
@@ -17,16 +19,16 @@ import re
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.cost import MILLION, Usage, cost_by_service
+from bench.cost import ASSUMPTIONS, MILLION, Usage, cost_by_service
 from bench.outcome import Headline, SectionOutcome, markdown_table, number
 from bench.provider import API_KEY
-from infra.client_worker import GET_PERIOD_SECONDS, ClientWaiter
+from infra.client_worker import GET_PERIOD_SECONDS, ClientWaiter, WaitMode
 from infra.local import LocalOptions, LocalStack
 from infra.project_template import TEMPLATE_PATH, parameter_default, project_template
 from infra.simulator import Faults, Simulator, SimulatorConfig, SolveTimeDistribution
@@ -34,14 +36,21 @@ from infra.simulator import Faults, Simulator, SimulatorConfig, SolveTimeDistrib
 TASKS = int(os.environ.get("BENCH_FRESHNESS_TASKS", "30"))
 SUBMIT_SPREAD_SECONDS = 10.0
 WAIT_TIMEOUT_SECONDS = 420.0
-AGE_TARGET_SECONDS = 30.0
+AGE_TARGET_SECONDS = 10.0
+PUSH_LATENCY_TARGET_SECONDS = 1.5
+WAIT_COST_TARGET_USD = 2.0
 EXTRA_REQUESTS_TARGET = 1.0
 REQUEST = {
     "method": "userrecaptcha",
     "sitekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
     "page_url": "https://www.google.com/recaptcha/api2/demo",
 }
-CADENCE_FUNCTIONS = ("GetTaskFunction", "PollerFunction")
+CADENCE_FUNCTIONS = ("GetTaskFunction", "PollerFunction", "PushFunction")
+# What the worker's waiting itself invokes (the poller runs whether anyone waits or not).
+WAIT_FUNCTIONS = ("GetTaskFunction", "PushFunction")
+WEBSOCKET_API = "PushApi"
+# One API access log line (API requests and WebSocket messages alike), about this long.
+ACCESS_LOG_LINE_BYTES = 250
 REPORT_LINE = re.compile(r"^REPORT RequestId: \S+\tDuration: ([0-9.]+) ms$", re.MULTILINE)
 
 
@@ -49,12 +58,14 @@ REPORT_LINE = re.compile(r"^REPORT RequestId: \S+\tDuration: ([0-9.]+) ms$", re.
 class Variant:
     key: str
     label: str
+    mode: WaitMode
     overrides: dict[str, str] = field(default_factory=dict)
 
 
 VARIANTS = (
-    Variant("defaults_ids", "template defaults, ids= batching on"),
-    Variant("defaults_single", "template defaults, ids= off", {"ProviderBatchIds": "false"}),
+    Variant("push", "template defaults, results pushed (WebSocket API)", WaitMode.PUSH),
+    Variant("paced", "template defaults, GETs paced by the stack's hints", WaitMode.PACED),
+    Variant("every_second", "template defaults, a GET every second", WaitMode.EVERY_SECOND),
 )
 
 
@@ -69,6 +80,8 @@ class TaskRun:
     claimed_usable: bool
     bounds_hold: bool
     gets: int
+    after_callback: float | None
+    """When the worker had the token minus when its pingback reached the callback."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +93,13 @@ class Phase:
     invocations: dict[str, list[float]]
     table_calls: dict[str, int]
     seconds: float
+    log_bytes: dict[str, int] = field(default_factory=dict)
+    """What each function wrote to its log in the phase (its output and REPORT lines)."""
+    websocket_messages: int = 0
+    """Messages the WebSocket API carried in the phase, both ways."""
+    websocket_messages_in: int = 0
+    """Of which from the worker (subscribes): each an access-log line."""
+    connection_seconds: float = 0.0
 
     @property
     def solved(self) -> list[TaskRun]:
@@ -87,6 +107,10 @@ class Phase:
 
     def age_percentile(self, fraction: float) -> float | None:
         return percentile([t.true_age for t in self.solved if t.true_age is not None], fraction)
+
+    def after_callback_percentile(self, fraction: float) -> float | None:
+        after = [t.after_callback for t in self.solved if t.after_callback is not None]
+        return percentile(after, fraction)
 
     @property
     def res_requests_per_task(self) -> float:
@@ -135,6 +159,8 @@ def _run_variant(variant: Variant) -> list[Phase]:
             provider_api_key=API_KEY,
             parameter_overrides=variant.overrides,
             run_dir=Path(run_dir),
+            # Each phase's workers wait at once: enough GetTask workers that none queues.
+            workers_by_function={"GetTaskFunction": 4},
         )
         with LocalStack(options) as stack:
             return [
@@ -151,27 +177,58 @@ def _run_phase(
     offsets = {name: _log_size(log_dir, name) for name in CADENCE_FUNCTIONS}
     stack.reset_calls()
     res_before = simulator.stats()["res_actions"]["get"]
+    messages_before = _websocket_messages(stack)
+    messages_in_before = _websocket_messages(stack, "messages")
     started = time.time()
-    waiter = ClientWaiter(stack.ready.api_url, stack.ready.region)
+    waiter = ClientWaiter(
+        stack.ready.api_url, stack.ready.region, variant.mode, stack.ready.websocket_url
+    )
     try:
         with ThreadPoolExecutor(TASKS) as pool:
             waited = list(pool.map(lambda n: _one_task(waiter, n), range(TASKS)))
+        connected = waiter.push is not None and waiter.push.connected
     finally:
         waiter.close()
     seconds = time.time() - started
     res_gets = simulator.stats()["res_actions"]["get"] - res_before
     truth = {str(task["id"]): task for task in simulator.tasks()}
+    arrivals = _callback_arrivals(truth.values())
     return Phase(
         variant=variant.key,
         pingbacks_lost=pingbacks_lost,
-        tasks=[_task_run(task_id, result, truth[task_id]) for task_id, result in waited],
+        tasks=[
+            _task_run(task_id, result, truth[task_id], arrivals.get(task_id))
+            for task_id, result in waited
+        ],
         res_get_requests=res_gets,
         invocations={
             name: _durations_since(log_dir, name, offsets[name]) for name in CADENCE_FUNCTIONS
         },
+        log_bytes={name: _log_size(log_dir, name) - offsets[name] for name in CADENCE_FUNCTIONS},
         table_calls=_table_calls(stack.calls_report()["counts"]),
         seconds=seconds,
+        websocket_messages=_websocket_messages(stack) - messages_before,
+        websocket_messages_in=_websocket_messages(stack, "messages") - messages_in_before,
+        # The one connection the worker held (it connects at its first wait).
+        connection_seconds=seconds if connected else 0.0,
     )
+
+
+def _websocket_messages(stack: LocalStack, *kinds: str) -> int:
+    """Messages so far: from workers ("messages") and posted to them ("posted")."""
+    stats = stack.health().get("websocket_apis", {}).get(WEBSOCKET_API, {})
+    return sum(int(stats.get(kind, 0)) for kind in kinds or ("messages", "posted"))
+
+
+def _callback_arrivals(tasks: Iterable[dict[str, Any]]) -> dict[str, float]:
+    """When each task's pingback reached the callback (the simulator sent the one the callback
+    answered 200; loopback: sent is arrived)."""
+    arrivals: dict[str, float] = {}
+    for task in tasks:
+        accepted = [d["at"] for d in task.get("deliveries", []) if d.get("outcome") == 200]
+        if accepted:
+            arrivals[str(task["id"])] = float(min(accepted))
+    return arrivals
 
 
 def _one_task(waiter: ClientWaiter, index: int) -> tuple[str, Any]:
@@ -180,7 +237,9 @@ def _one_task(waiter: ClientWaiter, index: int) -> tuple[str, Any]:
     return task_id, waiter.wait(task_id, WAIT_TIMEOUT_SECONDS)
 
 
-def _task_run(task_id: str, waited: Any, truth: dict[str, Any]) -> TaskRun:
+def _task_run(
+    task_id: str, waited: Any, truth: dict[str, Any], callback_at: float | None
+) -> TaskRun:
     view = waited.view
     solved = view.get("status") == "SOLVED"
     finished = float(truth["finished_at"])
@@ -194,6 +253,11 @@ def _task_run(task_id: str, waited: Any, truth: dict[str, Any]) -> TaskRun:
         claimed_usable=bool(view.get("usable")),
         bounds_hold=solved and earliest is not None and earliest <= finished <= latest,
         gets=waited.gets,
+        after_callback=(
+            waited.had_at - callback_at
+            if solved and callback_at is not None and view.get("delivered_via") == "callback"
+            else None
+        ),
     )
 
 
@@ -223,35 +287,81 @@ def _table_calls(counts: Sequence[dict[str, Any]]) -> dict[str, int]:
 # ------------------------------------------------------------------ figures
 
 
-def cadence_usage(phase: Phase, memory_mb: int) -> Usage:
-    """What checking for results costs per task: the worker's GETs (API request, GetTask
-    invocation, its table requests) and the poller's invocations in the phase. Table requests are
-    priced at one unit each (a lower bound: a result write with a 2-4 KB token costs 3-5)."""
+@dataclass(frozen=True)
+class Deployed:
+    """What the template deploys a function with, as far as its cost goes."""
+
+    memory_mb: int
+    traced: bool
+
+
+def deployed(function: str) -> Deployed:
+    template = project_template()
+    own = template["Resources"][function]["Properties"]
+    defaults = template["Globals"]["Function"]
+    return Deployed(
+        memory_mb=int(own.get("MemorySize", defaults["MemorySize"])),
+        traced=own.get("Tracing", defaults["Tracing"]) == "Active",
+    )
+
+
+def wait_usage(phase: Phase, functions: Mapping[str, Deployed]) -> Usage:
+    """What the worker's waiting costs per task: its GETs (API request, GetTask invocation at
+    its mean duration, the table requests GetTask made) and push (PushFunction invocations,
+    durations and table requests, WebSocket messages both ways, the connection's minutes), with
+    each function's log output, an access-log line per request or message in, and X-Ray's 5%
+    of traced invocations. The poller is not in it: it sweeps whether anyone waits or not (the
+    stack's cost, section 5); nor is the one GET per task the harness makes after the wait to
+    read the view. Table requests are priced at one unit each (a lower bound: a read-through
+    result write costs 3-5)."""
     tasks = len(phase.tasks)
     gets = sum(task.gets for task in phase.tasks)
     calls = phase.table_calls
-    lambda_ms = sum(sum(phase.invocations.get(name, [])) for name in CADENCE_FUNCTIONS)
-    invocations = sum(len(phase.invocations.get(name, [])) for name in CADENCE_FUNCTIONS)
+    get_invocations = phase.invocations.get("GetTaskFunction", [])
+    pushes = phase.invocations.get("PushFunction", [])
+    get, push = functions["GetTaskFunction"], functions["PushFunction"]
+    get_log_bytes = phase.log_bytes.get("GetTaskFunction", 0) / max(1, len(get_invocations))
     total = Usage(
         api_requests=gets,
-        lambda_requests=invocations,
-        lambda_gb_seconds=memory_mb / 1024 * lambda_ms / 1000,
-        read_units=calls.get("GetTaskFunction:GetItem", 0)
-        + 0.5 * calls.get("PollerFunction:Query", 0),
-        write_units=calls.get("GetTaskFunction:UpdateItem", 0)
-        + calls.get("PollerFunction:UpdateItem", 0),
-        scheduler_invocations=len(phase.invocations.get("PollerFunction", [])),
+        lambda_requests=gets + len(pushes),
+        lambda_gb_seconds=(
+            get.memory_mb * _mean(get_invocations) * gets + push.memory_mb * sum(pushes)
+        )
+        / 1024
+        / 1000,
+        read_units=max(0, calls.get("GetTaskFunction:GetItem", 0) - tasks)
+        + calls.get("PushFunction:GetItem", 0),
+        write_units=sum(
+            count
+            for name, count in calls.items()
+            if name.split(":")[1] in {"UpdateItem", "PutItem", "DeleteItem"}
+            and not name.startswith("PollerFunction")
+        ),
+        # Each function's output (its REPORT lines standing for Lambda's), and an access-log
+        # line per API request and per WebSocket message in (posts to a connection have none).
+        log_bytes=gets * get_log_bytes
+        + phase.log_bytes.get("PushFunction", 0)
+        + (gets + phase.websocket_messages_in) * ACCESS_LOG_LINE_BYTES,
+        traces=ASSUMPTIONS.trace_fixed_rate * (gets * get.traced + len(pushes) * push.traced),
+        websocket_messages=phase.websocket_messages,
+        connection_minutes=phase.connection_seconds / 60,
     )
     return total.times(1 / tasks)
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
 
 
 def usd_per_million(usage: Usage) -> float:
     return sum(cost_by_service(usage.times(MILLION)).values())
 
 
-def phase_figures(phase: Phase, lifetime: float, memory_mb: int) -> dict[str, Any]:
+def phase_figures(
+    phase: Phase, lifetime: float, functions: Mapping[str, Deployed]
+) -> dict[str, Any]:
     solved = phase.solved
-    usage = cadence_usage(phase, memory_mb)
+    usage = wait_usage(phase, functions)
     return {
         "variant": phase.variant,
         "pingbacks_lost": phase.pingbacks_lost,
@@ -261,6 +371,8 @@ def phase_figures(phase: Phase, lifetime: float, memory_mb: int) -> dict[str, An
         "true_age_p50_seconds": phase.age_percentile(0.5),
         "true_age_p95_seconds": phase.age_percentile(0.95),
         "true_age_max_seconds": phase.age_percentile(1.0),
+        "after_callback_p50_seconds": phase.after_callback_percentile(0.5),
+        "after_callback_p95_seconds": phase.after_callback_percentile(0.95),
         "unusable_when_worker_had_it": sum(
             1 for t in solved if t.true_age is not None and t.true_age >= lifetime
         ),
@@ -282,8 +394,9 @@ def phase_figures(phase: Phase, lifetime: float, memory_mb: int) -> dict[str, An
         "lambda_seconds_per_task": {
             name: phase.lambda_seconds_per_task(name) for name in CADENCE_FUNCTIONS
         },
-        "cadence_usd_per_million_tasks": usd_per_million(usage),
-        "cadence_usd_per_million_tasks_by_service": {
+        "websocket_messages_per_task": phase.websocket_messages / len(phase.tasks),
+        "wait_usd_per_million_tasks": usd_per_million(usage),
+        "wait_usd_per_million_tasks_by_service": {
             name: cost for name, cost in cost_by_service(usage.times(MILLION)).items() if cost
         },
         "table_calls": phase.table_calls,
@@ -292,10 +405,10 @@ def phase_figures(phase: Phase, lifetime: float, memory_mb: int) -> dict[str, An
 
 
 def freshness_outcome(phases: Sequence[Phase], lifetime: float) -> SectionOutcome:
-    memory_mb = int(project_template()["Globals"]["Function"]["MemorySize"])
+    functions = {name: deployed(name) for name in WAIT_FUNCTIONS}
     figures = {
         f"{phase.variant}/{'lost' if phase.pingbacks_lost else 'delivered'}": phase_figures(
-            phase, lifetime, memory_mb
+            phase, lifetime, functions
         )
         for phase in phases
     }
@@ -319,46 +432,57 @@ def freshness_outcome(phases: Sequence[Phase], lifetime: float) -> SectionOutcom
 
 
 def _headlines(figures: dict[str, dict[str, Any]]) -> list[Headline]:
-    def pair(key: str, variant_a: str, variant_b: str, phase: str) -> tuple[Any, Any]:
-        return figures[f"{variant_a}/{phase}"][key], figures[f"{variant_b}/{phase}"][key]
-
-    p95_on, p95_off = pair("true_age_p95_seconds", "defaults_ids", "defaults_single", "lost")
-    res_on, res_off = pair("res_get_requests_per_task", "defaults_ids", "defaults_single", "lost")
-    extra_on, extra_off = pair(
-        "res_get_requests_per_task", "defaults_ids", "defaults_single", "delivered"
-    )
+    push_lost, push_ok = figures["push/lost"], figures["push/delivered"]
+    p95_lost = push_lost["true_age_p95_seconds"]
+    after = push_ok["after_callback_p95_seconds"]
+    extra = push_ok["res_get_requests_per_task"]
     wrong = sum(f["called_usable_but_was_not"] for f in figures.values())
-    cadence = figures["defaults_ids/lost"]
-    worst_p95 = max(p for p in (p95_on, p95_off) if p is not None) if p95_on and p95_off else None
-    worst_extra = max(extra_on, extra_off)
+    waits = " / ".join(
+        number(figures[f"{mode}/delivered"]["wait_usd_per_million_tasks"])
+        for mode in ("push", "paced", "every_second")
+    )
+    wait_push = push_ok["wait_usd_per_million_tasks"]
     return [
         Headline(
-            "every pingback lost: p95 token age when the worker has it, ids= on / off",
-            f"{_seconds(p95_on)} / {_seconds(p95_off)}",
-            f"< {AGE_TARGET_SECONDS:.0f} s",
-            worst_p95 is not None and worst_p95 < AGE_TARGET_SECONDS,
+            "the worker's wait, USD per million tasks: push / paced GET / 1 s GET (no pingback"
+            " lost)",
+            waits,
+            f"push <= {WAIT_COST_TARGET_USD:.0f}",
+            wait_push <= WAIT_COST_TARGET_USD,
         ),
         Headline(
-            "every pingback lost: res.php requests per task, ids= on / off",
-            f"{number(res_on)} / {number(res_off)}",
+            "pushed worker: p95 from the pingback's arrival at the callback to the token in hand",
+            _seconds(after),
+            f"<= {PUSH_LATENCY_TARGET_SECONDS:.1f} s",
+            after is not None and after <= PUSH_LATENCY_TARGET_SECONDS,
         ),
         Headline(
-            "no pingback lost: extra res.php requests per task, ids= on / off",
-            f"{number(extra_on)} / {number(extra_off)}",
-            f"<= {EXTRA_REQUESTS_TARGET:.1f}",
-            worst_extra <= EXTRA_REQUESTS_TARGET,
+            "every pingback lost: p95 token age when the worker has it, push / paced / 1 s",
+            " / ".join(
+                _seconds(figures[f"{mode}/lost"]["true_age_p95_seconds"])
+                for mode in ("push", "paced", "every_second")
+            ),
+            f"push < {AGE_TARGET_SECONDS:.0f} s",
+            p95_lost is not None and p95_lost < AGE_TARGET_SECONDS,
         ),
         Headline(
-            "tokens GET called usable that were not (all phases)",
-            str(wrong),
-            "0",
-            wrong == 0,
+            "no pingback lost: extra res.php requests per task, push / paced / 1 s",
+            " / ".join(
+                number(figures[f"{mode}/delivered"]["res_get_requests_per_task"])
+                for mode in ("push", "paced", "every_second")
+            ),
+            f"push <= {EXTRA_REQUESTS_TARGET:.1f}",
+            extra <= EXTRA_REQUESTS_TARGET,
         ),
         Headline(
-            "checking cadence (1 s worker GETs + poller), defaults, all lost: Lambda s / USD per"
-            " million tasks",
-            f"{number(sum(cadence['lambda_seconds_per_task'].values()), 3)} s /"
-            f" {number(cadence['cadence_usd_per_million_tasks'])} USD",
+            "every pingback lost: res.php requests per task, push / paced / 1 s",
+            " / ".join(
+                number(figures[f"{mode}/lost"]["res_get_requests_per_task"])
+                for mode in ("push", "paced", "every_second")
+            ),
+        ),
+        Headline(
+            "tokens GET called usable that were not (all phases)", str(wrong), "0", wrong == 0
         ),
     ]
 
@@ -383,13 +507,14 @@ def _details(figures: dict[str, dict[str, Any]]) -> list[str]:
                 str(figure["unusable_when_worker_had_it"]),
                 str(figure["called_usable_but_was_not"]),
                 f"{figure['bounds_contain_true_finish']}/{figure['solved_in_time']}",
+                _seconds(figure["after_callback_p95_seconds"]),
                 number(figure["res_get_requests_per_task"]),
                 number(figure["worker_gets_per_task"], 1),
-                number(sum(figure["lambda_seconds_per_task"].values()), 3),
-                number(figure["cadence_usd_per_million_tasks"]),
+                number(figure["websocket_messages_per_task"], 1),
+                number(figure["wait_usd_per_million_tasks"]),
             ]
         )
-    return markdown_table(
+    table = markdown_table(
         [
             "variant/phase",
             "solved in time",
@@ -400,10 +525,31 @@ def _details(figures: dict[str, dict[str, Any]]) -> list[str]:
             "unusable when had",
             "called usable, was not",
             "bounds hold",
+            "pingback to worker p95",
             "res.php get / task",
             "worker GETs / task",
-            "cadence Lambda s / task",
-            "cadence USD / M tasks",
+            "WebSocket messages / task",
+            "wait USD / M tasks",
         ],
         rows,
     )
+    breakdown = "The wait by service, USD per million tasks (no pingback lost):"
+    return [*table, "", breakdown, "", *_wait_breakdown(figures)]
+
+
+def _wait_breakdown(figures: dict[str, dict[str, Any]]) -> list[str]:
+    delivered = {key: f for key, f in figures.items() if key.endswith("/delivered")}
+    services = sorted(
+        {name for f in delivered.values() for name in f["wait_usd_per_million_tasks_by_service"]}
+    )
+    rows = [
+        [
+            key.split("/")[0],
+            *[
+                number(f["wait_usd_per_million_tasks_by_service"].get(name, 0.0), 3)
+                for name in services
+            ],
+        ]
+        for key, f in delivered.items()
+    ]
+    return markdown_table(["way of waiting", *services], rows)

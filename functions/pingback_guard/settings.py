@@ -407,12 +407,15 @@ class CompatSubmitSettings:
 
     submit: SubmitSettings
     worker_keys_table: str
+    allow_loopback_pingbacks: bool
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> CompatSubmitSettings:
+        env = _Env(environ)
         return cls(
             submit=SubmitSettings.from_env(environ),
-            worker_keys_table=_Env(environ).text("WORKER_KEYS_TABLE_NAME"),
+            worker_keys_table=env.text("WORKER_KEYS_TABLE_NAME"),
+            allow_loopback_pingbacks=env.flag("ALLOW_LOOPBACK_PINGBACKS"),
         )
 
 
@@ -439,7 +442,12 @@ class ForwardSettings:
     """The result forward reads the task (its result and the worker's own pingback URL)."""
 
     table: TableSettings
+    allow_loopback_pingbacks: bool
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> ForwardSettings:
-        return cls(table=TableSettings.from_env(_Env(environ)))
+        env = _Env(environ)
+        return cls(
+            table=TableSettings.from_env(env),
+            allow_loopback_pingbacks=env.flag("ALLOW_LOOPBACK_PINGBACKS"),
+        )

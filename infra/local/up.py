@@ -87,6 +87,8 @@ def run_up(options: UpOptions, stop: threading.Event) -> None:
             provider_api_key=api_key,
             time_scale=options.time_scale,
             run_dir=options.run_dir,
+            # A worker's own pingback receiver on this machine gets the results forwarded.
+            parameter_overrides={"AllowLoopbackPingbacks": "true"},
         )
         with LocalStack(local) as stack:
             simulator_url = None if options.provider_url else base_url

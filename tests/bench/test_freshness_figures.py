@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from bench.freshness import (
+    Deployed,
     Phase,
     TaskRun,
-    cadence_usage,
     freshness_outcome,
     percentile,
     phase_figures,
+    wait_usage,
 )
 
 
@@ -24,6 +25,7 @@ def task(n: int, age: float | None, usable: bool = True, gets: int = 10) -> Task
         claimed_usable=usable,
         bounds_hold=age is not None,
         gets=gets,
+        after_callback=None if age is None else age / 2,
     )
 
 
@@ -46,6 +48,12 @@ def test_percentile_is_nearest_rank(fraction: float, expected: float) -> None:
     assert percentile([float(n) for n in range(10, 0, -1)], fraction) == expected
 
 
+FUNCTIONS = {
+    "GetTaskFunction": Deployed(memory_mb=1024, traced=True),
+    "PushFunction": Deployed(memory_mb=512, traced=False),
+}
+
+
 def test_percentile_of_nothing_is_none() -> None:
     assert percentile([], 0.95) is None
 
@@ -62,33 +70,48 @@ def test_unusable_and_wrongly_usable_tokens_are_counted_against_the_truth() -> N
             seconds=1.0,
         ),
         lifetime=120.0,
-        memory_mb=256,
+        functions=FUNCTIONS,
     )
     assert figures["unusable_when_worker_had_it"] == 2
     assert figures["called_usable_but_was_not"] == 1
     assert figures["res_get_requests_per_task"] == 1.0
 
 
-def test_cadence_usage_is_per_task() -> None:
-    usage = cadence_usage(phase("v", True, [20.0, 30.0]), memory_mb=1024)
-    assert usage.api_requests == 10  # 10 GETs per task
-    assert usage.lambda_requests == pytest.approx((20 + 1) / 2)
-    assert usage.lambda_gb_seconds == pytest.approx((20 * 0.01 + 0.1) / 2)
-    assert usage.read_units == pytest.approx((20 + 4) / 2)
-    assert usage.scheduler_invocations == pytest.approx(0.5)
+def test_the_wait_is_what_the_worker_s_gets_and_pushes_cost_per_task() -> None:
+    pushed = Phase(
+        variant="push",
+        pingbacks_lost=False,
+        tasks=[task(1, 1.0, gets=0), task(2, 2.0, gets=2)],
+        res_get_requests=0,
+        invocations={"GetTaskFunction": [10.0, 10.0, 10.0], "PushFunction": [20.0, 20.0]},
+        table_calls={
+            "GetTaskFunction:GetItem": 4,  # 2 GETs, and the harness's own read of each task
+            "PushFunction:GetItem": 2,
+            "PollerFunction:Query": 8,
+        },
+        seconds=120.0,
+        websocket_messages=4,
+        connection_seconds=120.0,
+    )
+    usage = wait_usage(pushed, FUNCTIONS)
+    assert usage.api_requests == 1  # 2 GETs over 2 tasks; the poller's Query is not the wait's
+    assert usage.lambda_requests == pytest.approx((2 + 2) / 2)
+    assert usage.lambda_gb_seconds == pytest.approx((2 * 0.01 + 2 * 0.02 / 2) / 2)
+    assert usage.read_units == pytest.approx((2 + 2) / 2)
+    assert usage.traces == pytest.approx(0.05 * 2 / 2)  # GETs traced, pushes not
+    assert (usage.websocket_messages, usage.connection_minutes) == (2, 1)
 
 
 def test_outcome_judges_the_targets_on_the_defaults() -> None:
     phases = [
-        phase(variant, lost, [5.0, 25.0] if lost else [1.0, 2.0])
-        for variant in ("defaults_ids", "defaults_single")
+        phase(variant, lost, [5.0, 9.0] if lost else [1.0, 2.0])
+        for variant in ("push", "paced", "every_second")
         for lost in (False, True)
     ]
     outcome = freshness_outcome(phases, lifetime=120.0)
     verdicts = {headline.figure: headline.met for headline in outcome.headlines}
-    assert (
-        verdicts["every pingback lost: p95 token age when the worker has it, ids= on / off"] is True
-    )
-    assert verdicts["no pingback lost: extra res.php requests per task, ids= on / off"] is True
+    lost = "every pingback lost: p95 token age when the worker has it, push / paced / 1 s"
+    assert verdicts[lost] is True
+    assert verdicts["no pingback lost: extra res.php requests per task, push / paced / 1 s"] is True
     assert verdicts["tokens GET called usable that were not (all phases)"] is True
-    assert "defaults_ids/lost" in outcome.data["phases"]
+    assert "push/lost" in outcome.data["phases"]

@@ -33,7 +33,11 @@ pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(600)]
 SIMULATOR = {**QUICK_SOLVES, "seed": 26}
 STACK_OPTIONS: dict[str, Any] = {
     "time_scale": 30,  # the poller every 2 s
-    "parameter_overrides": {"CallbackTimeoutSeconds": "10", "ExpectedSolveSeconds": "5"},
+    "parameter_overrides": {
+        "CallbackTimeoutSeconds": "10",
+        "ExpectedSolveSeconds": "5",
+        "AllowLoopbackPingbacks": "true",  # the test's pingback receiver is on 127.0.0.1
+    },
     "workers_per_function": 1,
 }
 SITEKEY = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-"

@@ -194,6 +194,11 @@ QUEUE_ALARMS = {
     "ParkingQueueDepthAlarm": ("ParkingQueue", "ApproximateNumberOfMessagesVisible"),
 }
 DASHBOARD_METRICS = {
+    "CompatAnswered",
+    "CompatKeyRefused",
+    "CompatStoreUnavailable",
+    "PingbackForwarded",
+    "PingbackForwardFailed",
     "CallbackAccepted",
     "CallbackDuplicate",
     "CallbackConflict",
@@ -298,7 +303,11 @@ def test_functions_inherit_code_runtime_and_architecture(
 ) -> None:
     properties = functions(resources)[function]["Properties"]
     # The poller mostly waits between sweeps: the smallest memory halves what waiting costs.
-    own = {"MemorySize"} if function == "PollerFunction" else set()
+    # Push is I/O only and an accelerator: the smallest memory, and not traced (issue 24).
+    own = {
+        "PollerFunction": {"MemorySize"},
+        "PushFunction": {"MemorySize", "Tracing"},
+    }.get(function, set())
     for key in ("Runtime", "Architectures", "CodeUri", "Tracing", "MemorySize"):
         if key not in own:
             assert key not in properties, f"{function} overrides {key} of Globals"
@@ -595,8 +604,11 @@ def test_translated_functions_really_get_globals(translated: dict[str, Any]) -> 
         properties = body["Properties"]
         assert properties["Runtime"] == "python3.12"
         assert properties["Architectures"] == ["arm64"]
-        assert properties["TracingConfig"] == {"Mode": "Active"}
-        assert properties["MemorySize"] == (128 if "Poller" in name else 256)
+        traced = "PassThrough" if name == "PushFunction" else "Active"
+        assert properties["TracingConfig"] == {"Mode": traced}
+        assert properties["MemorySize"] == (
+            128 if name in {"PollerFunction", "PushFunction"} else 256
+        )
         assert properties["LoggingConfig"]["LogGroup"] == {"Ref": f"{name}LogGroup"}
         assert properties["Handler"] == FUNCTIONS[name]
 
@@ -1188,3 +1200,12 @@ def test_throttled_task_requests_are_not_counted_as_misconfigured_workers(
 ) -> None:
     for name in ("ApiTasks4xxFilter", "ApiTasks4xxPingbackUrlsFilter"):
         assert '($.status != "429")' in resources[name]["Properties"]["FilterPattern"], name
+
+
+def test_the_alarm_topic_denies_every_publisher_but_cloudwatch(resources: dict[str, Any]) -> None:
+    statements = resources["AlarmTopicPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    (deny,) = [s for s in statements if s.get("Sid") == "NobodyButCloudWatchPublishes"]
+    assert (deny["Effect"], deny["Principal"], deny["Action"]) == ("Deny", "*", "sns:Publish")
+    assert deny["Condition"] == {
+        "StringNotEquals": {"aws:PrincipalServiceName": "cloudwatch.amazonaws.com"}
+    }

@@ -288,7 +288,13 @@ def test_the_client_s_pingback_is_kept_with_its_task_never_sent_to_the_provider(
 
 
 @pytest.mark.parametrize(
-    "url", ["http://worker.example/p", "ftp://worker.example/p", "https://u:p@worker.example/"]
+    "url",
+    [
+        "http://worker.example/p",
+        "ftp://worker.example/p",
+        "https://u:p@worker.example/",
+        "http://127.0.0.1:9001/2018-06-01/runtime/invocation/next",
+    ],
 )
 def test_a_pingback_the_stack_will_not_call_is_refused(stack: Stack, url: str) -> None:
     assert words(stack.submit(stack.worker_key, pingback=url)) == (0, "ERROR_BAD_PARAMETERS")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -101,7 +102,12 @@ def test_not_ready_gaps_grow_with_the_task_age_and_checks_stay_few(
             break
         assert task.due_at - now >= 5  # 2captcha: no more often than every 5 s per task
         now = task.due_at
-    assert checks[:4] == pytest.approx([20, 28, 39.2, 54.88])
+    # Young: every 5 s from the likely-ready time for RIDING_CHECKS checks, then growing gaps.
+    young = [20 + 5 * n for n in range(RIDING_CHECKS + 1)]
+    assert checks[: len(young)] == pytest.approx(young)
+    after = checks[len(young) - 1 : len(young) + 2]
+    assert after[1] - after[0] == pytest.approx(0.4 * after[0])
+    assert after[2] - after[1] == pytest.approx(0.4 * after[1])
     assert len(checks) <= MAX_CHECKS_PER_TASK + 1
     assert checks[-1] == 600  # one last look at expiry, then EXPIRED
 
@@ -191,13 +197,14 @@ def test_a_task_a_waiting_worker_just_checked_waits_for_its_next_gap(
     store.record_not_ready("1", SUBMITTED + 30)
     provider = FakeProvider()
     service = poller(store, provider, DEFAULT_GAPS_POLICY)
-    # When the poller sweeps, then once the gap after that check (40% of 30 s) has passed
+    # When the poller sweeps, then once the min gap after that check has passed (the task is
+    # young: past its likely-ready time, within its first checks)
     early = service.sweep(now=SUBMITTED + 32, remaining_seconds=plenty)
     task = store.get("1")
-    later = service.sweep(now=SUBMITTED + 42, remaining_seconds=plenty)
+    later = service.sweep(now=SUBMITTED + 35, remaining_seconds=plenty)
     # Then it asks res.php only the second time
     assert (early.deferred, early.requests) == (1, 0)
-    assert task is not None and task.due_at == SUBMITTED + 42
+    assert task is not None and task.due_at == SUBMITTED + 35
     assert (later.deferred, later.requests) == (0, 1)
 
 
@@ -356,12 +363,17 @@ def test_the_deadline_is_checked_before_every_single_id_request(store: InMemoryT
 
 
 def _clocked(
-    store: InMemoryTaskStore, provider: FakeProvider, policy: PollPolicy
+    store: InMemoryTaskStore,
+    provider: FakeProvider,
+    policy: PollPolicy,
+    meanwhile: Callable[[float], None] = lambda now: None,
 ) -> tuple[PollerService, list[float]]:
+    """A poller on a fake clock; ``meanwhile`` is told each moment a sleep ends at."""
     moments = [SUBMITTED + 20]
 
     def sleep(seconds: float) -> None:
         moments.append(moments[-1] + seconds)
+        meanwhile(moments[-1])
 
     service = PollerService(
         store,
@@ -390,33 +402,31 @@ def test_one_invocation_sweeps_every_few_seconds_while_tasks_come_due(
     assert store.lease["until"] == moments[-1]  # released
 
 
-def test_a_task_checked_before_rides_along_in_a_request_made_for_another(
+def test_a_task_not_due_yet_rides_along_in_a_request_made_for_another(
     store: InMemoryTaskStore,
 ) -> None:
-    """Given A checked at +20 (next check +28 by its gaps) and B first due at +25, the request
-    for B also asks about A: no request of its own, and A's lost pingback is found sooner."""
+    """Given A due at +20 and B submitted at +3, first due at +28 but past the provider's
+    earliest check (15 s for reCAPTCHA) at +20, the request for A also asks about B."""
     pending(store, "1", first_poll=SUBMITTED + 20)
-    store.record_submission(NewTask("2", RECAPTCHA_REQUEST, SUBMITTED + 5, SUBMITTED + 25))
+    store.record_submission(NewTask("2", RECAPTCHA_REQUEST, SUBMITTED + 3, SUBMITTED + 28))
+    store.record_submission(NewTask("3", RECAPTCHA_REQUEST, SUBMITTED + 10, SUBMITTED + 35))
     provider = FakeProvider()
-    policy = dataclasses.replace(
-        UNIT_POLL_POLICY, backoff_base_seconds=5, run_seconds=5, sweep_interval_seconds=5
-    )
-    service, moments = _clocked(store, provider, policy)
-    service.run(remaining_seconds=lambda: 60 - (moments[-1] - moments[0]))
-    assert provider.requests == [["1"], ["2", "1"]]
+    report = poller(store, provider).sweep(now=SUBMITTED + 20, remaining_seconds=plenty)
+    assert provider.requests == [["1", "2"]] and report.requests == 1  # 3: too early to ask
 
 
-def test_a_task_rides_only_a_min_gap_after_its_last_check_and_for_its_first_checks(
+def test_a_task_rides_from_the_earliest_check_a_min_gap_after_its_last_for_its_first_checks(
     store: InMemoryTaskStore,
 ) -> None:
     schedule = CheckSchedule(5, 60)
-    checked = DueTask("1", SUBMITTED + 40, SUBMITTED, 1, last_checked_at=SUBMITTED + 20)
-    likely = SUBMITTED + 20
-    assert schedule.may_ride(checked, SUBMITTED + 25, likely)
-    assert not schedule.may_ride(checked, SUBMITTED + 24, likely)
-    assert not schedule.may_ride(checked, SUBMITTED + 25, SUBMITTED + 30)
+    fresh = DueTask("1", SUBMITTED + 25, SUBMITTED, 0, method="userrecaptcha")
+    assert schedule.may_ride(fresh, SUBMITTED + 15)  # reCAPTCHA: 15 s after submit
+    assert not schedule.may_ride(fresh, SUBMITTED + 14)
+    checked = dataclasses.replace(fresh, poll_attempts=1, last_checked_at=SUBMITTED + 20)
+    assert schedule.may_ride(checked, SUBMITTED + 25)
+    assert not schedule.may_ride(checked, SUBMITTED + 24)
     spent = dataclasses.replace(checked, poll_attempts=RIDING_CHECKS)
-    assert not schedule.may_ride(spent, SUBMITTED + 25, likely)
+    assert not schedule.may_ride(spent, SUBMITTED + 25)
 
 
 def test_next_checks_not_written_by_the_deadline_leave_their_tasks_due(
@@ -450,6 +460,24 @@ def test_an_idle_invocation_ends_after_one_sweep(store: InMemoryTaskStore) -> No
     service, moments = _clocked(store, FakeProvider(), policy)
     report = service.run(remaining_seconds=lambda: 60.0)
     assert report.sweeps == 1 and len(moments) == 1
+
+
+def test_a_task_submitted_after_the_work_is_done_is_checked_in_the_same_invocation(
+    store: InMemoryTaskStore,
+) -> None:
+    """Given an invocation whose only task is recovered at once, when a task is submitted
+    20 s later, then it is checked when it comes due, before the invocation ends."""
+    pending(store, "1", first_poll=SUBMITTED + 20)
+    provider = FakeProvider(answers={"1": TOKEN, "2": TOKEN})
+    policy = dataclasses.replace(UNIT_POLL_POLICY, run_seconds=50, sweep_interval_seconds=5)
+
+    def submit_at_40(now: float) -> None:
+        if now == SUBMITTED + 40:
+            store.record_submission(NewTask("2", RECAPTCHA_REQUEST, SUBMITTED + 40, SUBMITTED + 55))
+
+    service, moments = _clocked(store, provider, policy, meanwhile=submit_at_40)
+    report = service.run(remaining_seconds=lambda: 60 - (moments[-1] - moments[0]))
+    assert provider.requests == [["1"], ["2"]] and report.recovered == 2
 
 
 def test_a_second_invocation_does_not_sweep_while_the_first_holds_the_lease(
@@ -491,7 +519,7 @@ def test_a_backlog_beyond_one_sweeps_budget_is_worked_off_by_the_next_sweeps(
     service, _ = _clocked(store, provider, policy)
     report = service.run(remaining_seconds=lambda: 60.0)
     assert (report.recovered, report.requests) == (39, 13)
-    assert report.sweeps == 4  # the last finds nothing due and nothing ahead
+    assert report.sweeps == 11  # having had work, it sweeps on to its end (0..50 s)
 
 
 def test_within_an_invocation_next_checks_are_written_once_at_its_end() -> None:

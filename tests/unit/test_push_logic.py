@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from pingback_guard.domain.task import DeliveryPath, NewTask, TaskResult
-from pingback_guard.logic.push import InvalidSubscription, PushService, parse_subscription
+from pingback_guard.logic.push import (
+    InvalidSubscription,
+    PushService,
+    parse_subscription,
+    result_of_event,
+)
 from tests.fakes import FakeSender, InMemoryConnectionStore, InMemoryTaskStore, token_request
 
 OWNER = "arn:aws:iam::123456789012:user/worker"
@@ -63,7 +68,7 @@ def test_a_gone_connection_is_forgotten_and_a_failed_push_counted() -> None:
     assert set(connections.connections) == {"flaky"}
 
 
-def test_on_subscribe_a_worker_gets_the_current_state_of_its_own_tasks_only() -> None:
+def test_on_subscribe_a_worker_gets_the_final_state_of_its_own_tasks_only() -> None:
     service, tasks, _, sender = pushing()
     task_of(tasks, "101", OWNER)
     task_of(tasks, "102", OWNER, solved=False)
@@ -72,10 +77,10 @@ def test_on_subscribe_a_worker_gets_the_current_state_of_its_own_tasks_only() ->
     service.subscribe("a", ["101", "102", "103", "999"], NOW)
     [(connection, message)] = sender.sent
     assert connection == "a" and message["type"] == "tasks"
-    assert [(t["task_id"], t["status"]) for t in message["tasks"]] == [
-        ("101", "SOLVED"),
-        ("102", "PENDING"),
-    ]
+    assert [(t["task_id"], t["status"]) for t in message["tasks"]] == [("101", "SOLVED")]
+    sender.sent.clear()
+    service.subscribe("a", ["102", "103"], NOW)
+    assert sender.sent == []  # nothing final of its own: no message
 
 
 def test_a_principal_holds_a_bounded_number_of_connections() -> None:
@@ -112,3 +117,55 @@ def test_a_malformed_subscription_is_refused(body: str | None) -> None:
 
 def test_a_subscription_names_up_to_50_ids_once_each() -> None:
     assert parse_subscription('{"action": "subscribe", "task_ids": ["7", 7, "8"]}') == ["7", "8"]
+
+
+def detail(**fields: str) -> dict[str, str]:
+    """A result event's detail as the pipe's input template writes it (strings, "" if absent)."""
+    return {
+        "schema_version": "1",
+        "task_id": "101",
+        "status": "SOLVED",
+        "previous_status": "PENDING",
+        "delivered_via": "callback",
+        "finished_at_earliest": str(NOW - 2),
+        "finished_at_latest": str(NOW - 1),
+        "usable_until": str(NOW + 118),
+        "error": "",
+        "owner": OWNER,
+        "solution": TOKEN,
+        **fields,
+    }
+
+
+def test_a_result_event_that_says_it_all_is_pushed_without_reading_the_task() -> None:
+    service, tasks, _, sender = pushing()
+    service.connect("a", OWNER, NOW)
+    event = result_of_event(detail(), NOW)
+    assert event is not None and event.owner == OWNER
+    service.deliver("101", NOW, event)  # the task is not even in this store
+    [(_, message)] = sender.sent
+    view = message["task"]
+    assert (view["status"], view["solution"], view["usable"]) == ("SOLVED", TOKEN, True)
+    assert view["token_age_seconds"] == 2.0 and view["error"] is None
+    assert not tasks.tasks
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"owner": ""}, {"solution": ""}, {"status": "PENDING"}],
+    ids=["no owner", "token not published", "not final"],
+)
+def test_an_event_that_cannot_say_it_all_leaves_the_table_to_say_it(fields: dict[str, str]) -> None:
+    assert result_of_event(detail(**fields), NOW) is None
+
+
+def test_a_failed_result_event_carries_its_error_and_no_token() -> None:
+    event = result_of_event(
+        detail(status="FAILED", solution="", error="ERROR_CAPTCHA_UNSOLVABLE"), NOW
+    )
+    assert event is not None
+    assert (event.view["error"], event.view["solution"], event.view["usable"]) == (
+        "ERROR_CAPTCHA_UNSOLVABLE",
+        None,
+        False,
+    )

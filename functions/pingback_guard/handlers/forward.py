@@ -22,7 +22,9 @@ from pingback_guard.settings import ForwardSettings
 
 settings = ForwardSettings.from_env(os.environ)
 forwarder = ResultForwarder(
-    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table), HttpForwardSender()
+    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
+    HttpForwardSender(),
+    allow_loopback=settings.allow_loopback_pingbacks,
 )
 
 

@@ -41,6 +41,7 @@ pingbacks = PingbackIssuer(settings.submit.pingbacks)
 service = CompatSubmit(
     WorkerKeys(DynamoDbWorkerKeys(aws_clients.dynamodb_client(), settings.worker_keys_table)),
     submit_service(settings.submit, pingbacks),
+    allow_loopback_pingbacks=settings.allow_loopback_pingbacks,
 )
 
 

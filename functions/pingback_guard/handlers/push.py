@@ -21,6 +21,7 @@ from pingback_guard.logic.push import (
     PushReport,
     PushService,
     parse_subscription,
+    result_of_event,
 )
 from pingback_guard.observability import instrumented, logger, metrics
 from pingback_guard.push.sender import ManagementApiSender
@@ -91,8 +92,9 @@ def _deliver(event: dict[str, Any]) -> dict[str, Any]:
     except ValueError:
         logger.warning("result event without a task id; nothing pushed")
         return {"pushed": 0}
+    now = time.time()
     try:
-        report = service.deliver(task_id, time.time())
+        report = service.deliver(task_id, now, result_of_event(detail, now))
     except StoreError as error:
         # Raised: EventBridge retries the event (the worker's paced GET covers the wait).
         logger.error("push lookup failed", extra={"task_id": task_id, "reason": str(error)})

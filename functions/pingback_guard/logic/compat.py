@@ -145,12 +145,12 @@ def parse_fields(fields: Mapping[str, str]) -> CaptchaRequest:
         raise InvalidFieldsError(CODE_OF_FIELD.get(invalid.field, BAD_PARAMETERS)) from None
 
 
-def forward_url_of(fields: Mapping[str, str]) -> str | None:
+def forward_url_of(fields: Mapping[str, str], *, allow_loopback: bool) -> str | None:
     """The client's own pingback URL, if it sent one; a URL the stack will not call is refused."""
     raw = fields.get(PINGBACK_FIELD, "")
     if not raw:
         return None
-    if not is_forwardable_url(raw):
+    if not is_forwardable_url(raw, allow_loopback=allow_loopback):
         raise InvalidFieldsError(BAD_PARAMETERS)
     return raw
 
@@ -163,10 +163,13 @@ class CompatSubmit:
         keys: WorkerKeys,
         service: SubmitService,
         parse: Callable[[Mapping[str, str]], CaptchaRequest] = parse_fields,
+        *,
+        allow_loopback_pingbacks: bool = False,
     ) -> None:
         self._keys = keys
         self._service = service
         self._parse = parse
+        self._allow_loopback = allow_loopback_pingbacks
 
     def submit(
         self, fields: Mapping[str, str], issue_pingback: Callable[[], IssuedPingback]
@@ -175,7 +178,7 @@ class CompatSubmit:
         if isinstance(owner, Outcome):
             return owner
         try:
-            forward_url = forward_url_of(fields)
+            forward_url = forward_url_of(fields, allow_loopback=self._allow_loopback)
             request = self._parse(
                 {name: value for name, value in fields.items() if name not in CONTROL_FIELDS}
             )

@@ -25,14 +25,17 @@ UNSOLVABLE = "ERROR_CAPTCHA_UNSOLVABLE"
 PROVIDER_CODE = re.compile(r"ERROR_[A-Z_]{1,60}")
 
 
-def is_forwardable_url(url: str) -> bool:
-    """https, or plain http to this machine only (a local run): the token travels in it."""
+def is_forwardable_url(url: str, *, allow_loopback: bool) -> bool:
+    """https to another machine: the token travels in it. This machine only when allowed (a
+    local run, http too): in Lambda, loopback is the function's own Runtime API."""
     if len(url) > MAX_FORWARD_URL_LENGTH or not url.isprintable():
         return False
     parts = urlsplit(url)
     if not parts.hostname or parts.username or parts.password:
         return False
-    return parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS)
+    if parts.hostname in LOOPBACK_HOSTS or parts.hostname.startswith("127."):
+        return allow_loopback and parts.scheme in {"http", "https"}
+    return parts.scheme == "https"
 
 
 def protocol_word(view: Mapping[str, Any]) -> tuple[bool, str]:
@@ -51,19 +54,22 @@ class ForwardOutcome(StrEnum):
     """Also the metric the handler counts."""
 
     SENT = "PingbackForwarded"
-    NOTHING_TO_FORWARD = "PingbackForwardSkipped"  # no URL, not final, or no such task
+    NOTHING_TO_FORWARD = "PingbackForwardSkipped"  # no (allowed) URL, not final, no such task
 
 
 class ResultForwarder:
-    def __init__(self, store: TaskStore, sender: ForwardSender) -> None:
+    def __init__(self, store: TaskStore, sender: ForwardSender, *, allow_loopback: bool) -> None:
         self._store = store
         self._sender = sender
+        self._allow_loopback = allow_loopback
 
     def forward(self, task_id: str, now: float) -> ForwardOutcome:
         """Send the task's result to its own forward URL; ForwardFailedError (and StoreError)
         are raised for the caller's retry."""
         task = self._store.get(task_id)
         if task is None or task.forward_url is None or task.status is TaskStatus.PENDING:
+            return ForwardOutcome.NOTHING_TO_FORWARD
+        if not is_forwardable_url(task.forward_url, allow_loopback=self._allow_loopback):
             return ForwardOutcome.NOTHING_TO_FORWARD
         _, code = protocol_word(task.view(now))
         self._sender.send(task.forward_url, task.task_id, code)

@@ -25,11 +25,14 @@ DEFAULT_EARLIEST_FIRST_CHECK_SECONDS = 5.0
 GAP_FRACTION = 0.4
 # Far below 2captcha's 20 per CAPTCHA; after these the task is checked once more at expiry.
 MAX_CHECKS_PER_TASK = 12
-# A task past its likely-ready time rides along in a res.php request the poller makes anyway
-# (ids= has room) at most every min gap, for this many of its checks: at no extra request, a
-# lost pingback's token is found within a sweep or two of its finish while most tasks finish;
-# the rest of its checks follow the growing gaps.
-RIDING_CHECKS = 6
+# The poller's first checks of a task, every min gap from its likely-ready time (its "young"
+# checks), and riding along in requests made for other tasks from the earliest moment the
+# provider allows: ids= makes them one request for every due task, so at volume a lost
+# pingback's token is found within a sweep or two of its finish (a push worker never asks).
+# The rest of its checks follow the growing gaps (MAX_CHECKS_PER_TASK in all).
+RIDING_CHECKS = 8
+# How far ahead the poller looks for tasks that may ride along in a request it makes anyway.
+RIDE_AHEAD_SECONDS = 60.0
 # "Likely ready": the median of the method's observed solve times (a later quantile saves a few
 # requests when pingbacks arrive, but lost ones then wait: p75 made p95 token ages over 30 s).
 READY_QUANTILE = 0.5
@@ -121,15 +124,24 @@ class CheckSchedule:
     def exhausted(checks_done: int) -> bool:
         return checks_done >= MAX_CHECKS_PER_TASK
 
-    def may_ride(self, task: DueTask, now: float, likely_ready_at: float) -> bool:
-        """May this task, not due yet, be asked about in a request made for others? Past its
-        likely-ready time, checked at least a min gap ago, within its riding checks."""
+    def may_ride(self, task: DueTask, now: float) -> bool:
+        """May this task, not due yet, be asked about in a request made for others? From the
+        earliest moment the provider allows, a min gap after its last check, within its young
+        checks."""
+        last = task.last_checked_at
         return (
-            task.last_checked_at is not None
-            and now - task.last_checked_at >= self.min_gap_seconds
-            and now >= likely_ready_at
+            now >= task.submitted_at + earliest_first_check(task.method)
+            and (last is None or now - last >= self.min_gap_seconds)
             and task.poll_attempts < RIDING_CHECKS
         )
+
+    def poller_after_check(self, task: DueTask, checked_at: float, likely_ready_at: float) -> float:
+        """The poller's next check of a task checked at ``checked_at``: a min gap later while it
+        is young (past its likely-ready time, within its first RIDING_CHECKS checks), else the
+        growing gap."""
+        if checked_at >= likely_ready_at and task.poll_attempts <= RIDING_CHECKS:
+            return checked_at + self.min_gap_seconds
+        return self.after_check(task.submitted_at, checked_at)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,12 @@ from pingback_guard.domain.task import (
     TaskResult,
 )
 from pingback_guard.kinds.registry import polled_alone
-from pingback_guard.logic.poll_schedule import PollPolicy, SolveTimes
+from pingback_guard.logic.poll_schedule import (
+    RIDE_AHEAD_SECONDS,
+    RIDING_CHECKS,
+    PollPolicy,
+    SolveTimes,
+)
 from pingback_guard.logic.results import TokenStored, store_result, stored_request
 from pingback_guard.provider.answers import AnswerKind, ProviderAnswer
 from pingback_guard.provider.client import ProviderClient
@@ -129,7 +134,7 @@ class PollerService:
                 if report.account_error or report.stopped_early:
                     return report
                 next_sweep = now + self._policy.sweep_interval_seconds
-                if next_sweep > stop_at or not self._work_ahead(swept, stop_at):
+                if next_sweep > stop_at or not self._work_ahead(report, stop_at):
                     return report
                 self._sleep(max(0.0, next_sweep - self._clock()))
         except StoreError:
@@ -140,7 +145,9 @@ class PollerService:
             self._release_lease(holder)
 
     def _work_ahead(self, swept: SweepReport, stop_at: float) -> bool:
-        """Will a task be due before this invocation stops? Asks the index only when unsure."""
+        """Sweep on? Once this invocation has had work, to its end: a task submitted meanwhile
+        (a busy stack's next one) is then checked when due, not at the next scheduled minute.
+        An idle invocation asks the index whether a task comes due before it stops."""
         if swept.due or self._plans:
             return True
         # Overdue tasks count too: a sweep out of budget leaves them for the next one.
@@ -188,7 +195,7 @@ class PollerService:
 
     def _due(self, now: float) -> tuple[list[DueTask], list[DueTask]]:
         """Due tasks as the table has them, with the next checks held in memory applied; and
-        the tasks still PENDING whose next check, held in memory, is later."""
+        the checks held in memory (tasks no longer PENDING dropped when the index says so)."""
         plans = self._plans
         limit = self._policy.max_tasks_per_sweep
         if plans is None:
@@ -200,25 +207,26 @@ class PollerService:
             for task_id in [task_id for task_id in plans if task_id not in seen]:
                 del plans[task_id]
         current = [plans.get(task.task_id, task) for task in found]
-        due = [task for task in current if task.due_at <= now][:limit]
-        return due, [task for task in current if task.due_at > now]
+        return [task for task in current if task.due_at <= now][:limit], list(plans.values())
 
-    def _riders(self, now: float, requested: int, waiting: Sequence[DueTask]) -> list[DueTask]:
-        """Tasks checked before and due again later that may fill the room left in the requests
-        made for ``requested`` due tasks: checked at no request of their own."""
+    def _riders(self, now: float, requested: int, planned: Sequence[DueTask]) -> list[DueTask]:
+        """Tasks not due yet (their next check held in memory, or their first one ahead) that
+        may fill the room left in the requests made for ``requested`` due tasks: checked at no
+        request of their own."""
         size = self._policy.ids_per_request if now >= self._batching_paused_until else 1
         room = -requested % size if requested else 0
         if not room:
             return []
-        schedule = self._policy.schedule
-        riders = [
+        planned_ids = {task.task_id for task in planned}
+        ahead = [
             task
-            for task in sorted(waiting, key=lambda task: task.due_at)
-            if schedule.may_ride(
-                task, now, task.submitted_at + self._solve_times.likely_ready(task.method)
-            )
+            for task in self._store.due_tasks(now + RIDE_AHEAD_SECONDS, limit=room + requested)
+            if task.due_at > now and task.task_id not in planned_ids
         ]
-        return riders[:room]
+        waiting = [task for task in planned if task.due_at > now] + ahead
+        schedule = self._policy.schedule
+        riders = [task for task in waiting if schedule.may_ride(task, now)]
+        return sorted(riders, key=lambda task: task.due_at)[:room]
 
     def _reschedule(
         self, task: DueTask, due_at: float, attempts: int, checked: float | None
@@ -277,7 +285,9 @@ class PollerService:
 
     def _not_before(self, task: DueTask) -> float:
         if task.last_checked_at is not None:
-            return self._policy.schedule.after_check(task.submitted_at, task.last_checked_at)
+            return self._policy.schedule.poller_after_check(
+                task, task.last_checked_at, task.submitted_at + self._likely_ready(task)
+            )
         if task.poll_attempts:
             return -math.inf
         return task.submitted_at + self._solve_times.likely_ready(task.method)
@@ -351,8 +361,14 @@ class PollerService:
         schedule = self._policy.schedule
         if schedule.exhausted(attempts):
             return max(now + self._policy.backoff_base_seconds, expires_at)
-        likely_at = task.submitted_at + self._solve_times.likely_ready(task.method)
+        likely_at = task.submitted_at + self._likely_ready(task)
+        if now >= likely_at and attempts <= RIDING_CHECKS:
+            # Young: the next sweep's request (ids= shares it) looks again.
+            return min(now + schedule.min_gap_seconds, expires_at)
         return min(schedule.next_check(task.submitted_at, now, likely_at), expires_at)
+
+    def _likely_ready(self, task: DueTask) -> float:
+        return self._solve_times.likely_ready(task.method)
 
     def _result(self, task: DueTask, answer: ProviderAnswer, now: float) -> TaskResult | None:
         if not answer.is_final:

@@ -11,7 +11,7 @@ while it was away is not lost.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,9 @@ from pingback_guard.logic.access import may_access
 
 MAX_SUBSCRIBED_IDS = 50
 MAX_SUBSCRIPTION_BYTES = 4096
+FINAL_STATUSES = frozenset(
+    status.value for status in TaskStatus if status is not TaskStatus.PENDING
+)
 
 
 class InvalidSubscription(ValueError):
@@ -38,6 +41,52 @@ class PushReport:
     gone: int = 0
     failed: int = 0
     no_connection: int = 0
+
+
+@dataclass(frozen=True)
+class PushedResult:
+    """A final result as its event carries it: whose it is, and the view to push."""
+
+    owner: str
+    view: dict[str, Any]
+
+
+def result_of_event(detail: Mapping[str, Any], now: float) -> PushedResult | None:
+    """The view a GET would answer, from a result event's detail (the table's stream image:
+    every value a string, "" where the item had none); None when the event cannot say it all
+    (no owner, or a token the stack does not publish): then the table is read."""
+    owner, status, solution = (
+        str(detail.get(key) or "") for key in ("owner", "status", "solution")
+    )
+    if not owner or status not in FINAL_STATUSES or (status == TaskStatus.SOLVED and not solution):
+        return None
+    earliest, latest, usable_until = (
+        _number(detail.get(key))
+        for key in ("finished_at_earliest", "finished_at_latest", "usable_until")
+    )
+    has_token = bool(solution)
+    view = {
+        "task_id": str(detail.get("task_id")),
+        "status": status,
+        "solution": solution or None,
+        "error": str(detail.get("error") or "") or None,
+        "delivered_via": str(detail.get("delivered_via") or "") or None,
+        "finished_at_earliest": earliest,
+        "finished_at_latest": latest,
+        "usable_until": usable_until if has_token else None,
+        "usable": has_token and usable_until is not None and now < usable_until,
+        "token_age_seconds": (
+            round(now - earliest, 3) if has_token and earliest is not None else None
+        ),
+    }
+    return PushedResult(owner, view)
+
+
+def _number(value: object) -> float | None:
+    try:
+        return float(str(value)) if value not in (None, "") else None
+    except ValueError:
+        return None
 
 
 def parse_subscription(body: str | None) -> list[str]:
@@ -83,29 +132,38 @@ class PushService:
         self._connections.remove(connection_id)
 
     def subscribe(self, connection_id: str, task_ids: Sequence[str], now: float) -> PushReport:
-        """Answer the connection with the current state of those of ``task_ids`` its owner
-        owns (unknown and foreign ids are left out alike)."""
+        """Answer the connection with those of ``task_ids`` its owner owns that are final
+        (unknown, foreign and PENDING ids are left out alike; nothing final: no message)."""
         owner = self._connections.owner_of(connection_id)
         if owner is None:
             return PushReport(no_connection=1)
         views = []
         for task_id in task_ids:
             task = self._tasks.get(task_id)
-            if task is not None and may_access(task, owner):
+            if (
+                task is not None
+                and task.status is not TaskStatus.PENDING
+                and may_access(task, owner)
+            ):
                 views.append(task.view(now))
         report = PushReport()
+        if not views:
+            return report
         if self._post(connection_id, {"type": "tasks", "tasks": views}, report):
             self._connections.remove(connection_id)
         return report
 
-    def deliver(self, task_id: str, now: float) -> PushReport:
-        """Push the task's final view to each connection of its owner."""
-        task = self._tasks.get(task_id)
-        if task is None or task.status is TaskStatus.PENDING or task.owner is None:
-            return PushReport()
-        connections = self._connections.of_owner(task.owner, now)
+    def deliver(self, task_id: str, now: float, event: PushedResult | None = None) -> PushReport:
+        """Push the task's final view to each connection of its owner: the event's when it
+        says it all, else the table's."""
+        if event is None:
+            task = self._tasks.get(task_id)
+            if task is None or task.status is TaskStatus.PENDING or task.owner is None:
+                return PushReport()
+            event = PushedResult(task.owner, task.view(now))
+        connections = self._connections.of_owner(event.owner, now)
         report = PushReport(no_connection=0 if connections else 1)
-        message = {"type": "task", "task": task.view(now)}
+        message = {"type": "task", "task": event.view}
         for connection in connections:
             if self._post(connection.connection_id, message, report):
                 self._connections.drop(connection)

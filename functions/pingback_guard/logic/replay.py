@@ -134,7 +134,10 @@ def _check_registration(task: NewTask, now: float) -> None:
         is_clean_text(task.owner) and PRINCIPAL_ARN_PATTERN.fullmatch(task.owner)
     ):
         raise RejectedMessageError("dead-letter registration: owner is not a principal ARN")
-    if task.forward_url is not None and not is_forwardable_url(task.forward_url):
+    # The forwarder judges loopback itself when it sends; here only the URL's shape.
+    if task.forward_url is not None and not is_forwardable_url(
+        task.forward_url, allow_loopback=True
+    ):
         raise RejectedMessageError("dead-letter registration: forward_url is not allowed")
 
 

@@ -127,8 +127,10 @@ class Client(KindCalls):
                 "accepted by the provider but not recorded", task_id=_field(answer, "task_id")
             )
         accepted = self._expect(answer, 202, 200)
-        retry_after = accepted.get("retry_after")
-        return str(accepted["task_id"]), None if retry_after is None else float(retry_after)
+        task_id, retry_after = str(accepted["task_id"]), accepted.get("retry_after")
+        if self.push is not None:
+            self.push.submitted(task_id)
+        return task_id, None if retry_after is None else float(retry_after)
 
     def task(self, task_id: str) -> TaskView:
         """The task as the stack sees it now (for an overdue task the stack asks res.php first)."""

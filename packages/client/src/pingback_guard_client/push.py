@@ -16,6 +16,7 @@ import contextlib
 import json
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
@@ -54,6 +55,10 @@ class PushChannel:
         self._connection: ClientConnection | None = None
         self._attempted = threading.Event()
         self._watched: dict[str, int] = {}
+        # When the connection came up, and when this client submitted each task (monotonic):
+        # a task submitted while the connection was already up needs no subscribe.
+        self._up_since: float | None = None
+        self._submitted: OrderedDict[str, float] = OrderedDict()
         self._final: OrderedDict[str, TaskView] = OrderedDict()
         self._async_waiters: dict[str, list[asyncio.Future[TaskView]]] = {}
         self._thread: threading.Thread | None = None
@@ -80,12 +85,23 @@ class PushChannel:
         if self._thread is not None:
             self._thread.join(self._connect_timeout + 1)
 
+    def submitted(self, task_id: str) -> None:
+        """This client submitted the task just now: while the connection stays up, its result
+        will be pushed without asking."""
+        with self._changed:
+            self._submitted[task_id] = time.monotonic()
+            while len(self._submitted) > RECENT_RESULTS_KEPT:
+                self._submitted.popitem(last=False)
+
     def watch(self, task_id: str) -> None:
-        """Wait for this task: its state is asked for now and on every reconnect."""
+        """Wait for this task: its state is asked for on every (re)connect, and now unless the
+        connection has been up since before it was submitted (then its push will come)."""
         with self._changed:
             self._watched[task_id] = self._watched.get(task_id, 0) + 1
-            connection = self._connection
-        if connection is not None:
+            connection, up_since = self._connection, self._up_since
+            submitted_at = self._submitted.pop(task_id, None)
+        covered = up_since is not None and submitted_at is not None and submitted_at >= up_since
+        if connection is not None and not covered:
             self._subscribe(connection, [task_id])
 
     def unwatch(self, task_id: str) -> None:
@@ -157,6 +173,7 @@ class PushChannel:
     def _set_connection(self, connection: ClientConnection | None) -> None:
         with self._changed:
             self._connection = connection
+            self._up_since = None if connection is None else time.monotonic()
             self._changed.notify_all()
 
     def _subscribe(self, connection: ClientConnection, task_ids: Iterable[str]) -> None:
