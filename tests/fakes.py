@@ -31,6 +31,7 @@ from pingback_guard.domain.task import (
     IssuedPingbackUrl,
     NewTask,
     PingbackUrlClaim,
+    RecordedSolution,
     RegistrationOutcome,
     ReportAttempt,
     ReportClaim,
@@ -196,6 +197,12 @@ class InMemoryTaskStore:
                 usable_until=lifetime + finished,
             )
             return _stored(existing, result)
+
+    def record_solution(self, result: TaskResult) -> RecordedSolution:
+        """As the table's ALL_NEW: the task as written, when this write stored it."""
+        outcome = self.record_result(result)
+        written = outcome in {StoreOutcome.STORED, StoreOutcome.STORED_UNREGISTERED}
+        return RecordedSolution(outcome, self.tasks[result.task_id] if written else None)
 
     def record_failure(self, result: TaskResult) -> StoreOutcome:
         with self._guarded():

@@ -1,16 +1,15 @@
 """The one Logger, Tracer and Metrics every function shares (configured by POWERTOOLS_* env)."""
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from pingback_guard.data.store import TaskStore
-from pingback_guard.domain.errors import StoreError
-from pingback_guard.domain.task import NewTask, TaskResult
+from pingback_guard.domain.task import CaptchaRequest, NewTask, TaskResult, TokenLifetimes
 from pingback_guard.logic.get_task import Lookup, ReadThroughOutcome
-from pingback_guard.logic.results import Delivery, judged_answer
+from pingback_guard.logic.results import Delivery, TokenStored, judged_answer, unread_delivery
 
 logger = Logger()
 # botocore only: the X-Ray SDK records an exception's text, and a failed requests/httplib call's
@@ -83,14 +82,19 @@ def note_answer(task_id: str, kind: str | None, fits: bool) -> None:
         logger.warning("answer does not fit its kind", extra={"task_id": task_id, "kind": kind})
 
 
-def note_stored_answer(store: TaskStore, result: TaskResult) -> None:
-    """Judge a newly stored answer against its task's kind (one read of the task). Never raises:
-    the answer is stored already, and an unreadable table only leaves it unjudged."""
-    try:
-        judged = judged_answer(store, result)
-    except StoreError as error:
-        logger.warning(
-            "stored answer not judged", extra={"task_id": result.task_id, "reason": str(error)}
-        )
-        return
+def token_stored(lifetimes: TokenLifetimes) -> TokenStored:
+    """What a path (callback, replay, poll) reports of a token it newly stored: its age at
+    delivery, and whether it fits its kind."""
+
+    def report(result: TaskResult, request: CaptchaRequest | None) -> None:
+        emit_delivery(unread_delivery(result, lifetimes, time.time()))
+        note_stored_answer(result, request)
+
+    return report
+
+
+def note_stored_answer(result: TaskResult, request: CaptchaRequest | None) -> None:
+    """Judge a newly stored answer against the request its task was stored with, as the storing
+    write handed it back: no read."""
+    judged = judged_answer(request, result)
     note_answer(result.task_id, judged.kind, judged.parsed.fits)

@@ -265,8 +265,16 @@ def figures(
         "res_php_requests_per_task": round(simulator_stats["res"]["requests"] / tasks, 3),
         "table_requests_per_task": round(len(table_calls) / tasks, 3),
         "table_writes_per_task": round(len(ok_writes) / tasks, 3),
+        "table_requests_per_task_by_call": table_requests_by_call(table_calls, tasks),
         "metrics_emitted": dict(sorted(emitted.items())),
     }
+
+
+def table_requests_by_call(calls: Sequence[Mapping[str, Any]], tasks: int) -> dict[str, float]:
+    """Per task, by function and operation (failed calls too: they load the table as well),
+    most first: where the table requests per task come from."""
+    counts = Counter(f"{call.get('function')} {call.get('operation')}" for call in calls)
+    return {name: round(count / tasks, 3) for name, count in counts.most_common()}
 
 
 def percentiles(values: Sequence[float]) -> dict[str, float | int]:

@@ -13,6 +13,7 @@ from infra.chaos.result_events import summary_line as result_events_line
 from infra.chaos.runner import ChaosResult
 
 PATH_COLOURS = {"callback": "tab:green", "replay": "tab:orange", "poll": "tab:blue"}
+TABLE_CALLS_SHOWN = 10
 
 
 def write_report(result: ChaosResult, out_dir: Path) -> str:
@@ -90,6 +91,13 @@ def summary_text(document: dict[str, Any]) -> str:
         f"  res.php requests per task {figures['res_php_requests_per_task']}, table requests per"
         f" task {figures['table_requests_per_task']}, table writes per task"
         f" {figures['table_writes_per_task']}",
+        "  table requests per task by call: "
+        + ", ".join(
+            f"{call} {per_task}"
+            for call, per_task in list(figures.get("table_requests_per_task_by_call", {}).items())[
+                :TABLE_CALLS_SHOWN
+            ]
+        ),
     ]
     lines.extend(_failure_lines(verdict.get("failures_explained", {})))
     lines.extend(_kind_lines(figures.get("by_kind", {})))

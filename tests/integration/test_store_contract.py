@@ -14,6 +14,7 @@ from pingback_guard.domain.task import (
     IssuedPingbackUrl,
     NewTask,
     PingbackUrlClaim,
+    RecordedSolution,
     RegistrationOutcome,
     ReportAttempt,
     ReportClaim,
@@ -84,6 +85,26 @@ def test_submission_is_pending_and_due_after_the_callback_timeout(store: TaskSto
     assert task.due_at == 1120.0
     assert [t.task_id for t in store.due_tasks(now=1119.0, limit=10)] == []
     assert [t.task_id for t in store.due_tasks(now=1120.0, limit=10)] == ["100"]
+
+
+def test_a_stored_solution_comes_back_with_its_task_as_written(store: TaskStore) -> None:
+    """The write that stores a solution hands back the task (its request: the answer's kind),
+    so judging the answer needs no read; a write that stores nothing hands back none."""
+    submit(store, "150")
+    recorded = store.record_solution(solved("150"))
+    assert recorded.outcome is StoreOutcome.STORED
+    assert recorded.task is not None
+    assert (recorded.task.request, recorded.task.status, recorded.task.solution) == (
+        REQUEST,
+        TaskStatus.SOLVED,
+        TOKEN,
+    )
+    assert recorded.task == store.get("150")
+    assert store.record_solution(solved("150")) == RecordedSolution(StoreOutcome.DUPLICATE)
+    unregistered = store.record_solution(solved("151"))
+    assert unregistered.outcome is StoreOutcome.STORED_UNREGISTERED
+    assert unregistered.task is not None
+    assert unregistered.task.request is None
 
 
 def test_first_result_is_stored_and_leaves_the_due_index(store: TaskStore) -> None:

@@ -33,6 +33,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
         workers_per_function=1,
         time_scale=60,
         event_duplicate_rate=1.0,
+        # The details under test carry tokens (off by default: docs/events.md).
+        parameter_overrides={"PublishTokens": "true"},
     )
     with LocalStack(options) as started:
         yield started

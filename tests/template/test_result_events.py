@@ -35,10 +35,11 @@ def test_the_pipe_reads_the_table_stream_and_puts_on_the_stack_s_bus(
     assert "Enrichment" not in pipe
 
 
-def test_tokens_are_published_unless_the_parameter_says_no(
+def test_tokens_are_published_only_when_the_parameter_says_so(
     template: dict[str, Any], resources: dict[str, Any]
 ) -> None:
-    assert template["Parameters"]["PublishTokens"]["Default"] == "true"
+    # Off by default: any rule on the bus would read every owner's tokens.
+    assert template["Parameters"]["PublishTokens"]["Default"] == "false"
     assert template["Conditions"]["EventsCarryTokens"] == {
         "Fn::Equals": [{"Ref": "PublishTokens"}, "true"]
     }
@@ -101,6 +102,9 @@ def test_the_example_consumer_exists_only_on_request_with_its_own_tables(
         "ResultConsumerFunctionLogGroup",
         "ResultConsumerIdempotencyTable",
         "ResultConsumerAppliedTable",
+        "ResultConsumerFailedQueue",
+        "ResultConsumerFailedQueuePolicy",
+        "ResultConsumerFailedAlarm",
     }
     for name in example:
         assert resources[name]["Condition"] == "HasExampleConsumer", name
@@ -125,3 +129,55 @@ def test_the_example_consumer_exists_only_on_request_with_its_own_tables(
 
 def test_the_bus_name_is_an_output(template: dict[str, Any]) -> None:
     assert template["Outputs"]["EventBusName"]["Value"] == {"Ref": "ResultEventBus"}
+
+
+def test_the_example_consumer_keeps_what_it_failed_on_and_alarms(
+    resources: dict[str, Any],
+) -> None:
+    config = resources["ResultConsumerFunction"]["Properties"]["EventInvokeConfig"]
+    destination = {"Fn::GetAtt": ["ResultConsumerFailedQueue", "Arn"]}
+    assert config["DestinationConfig"]["OnFailure"] == {"Type": "SQS", "Destination": destination}
+    grants = resources["ResultConsumerFunctionRole"]["Properties"]["Policies"][0]
+    assert {"Sid": "KeepFailedEvents", "Effect": "Allow", "Action": "sqs:SendMessage"}.items() <= (
+        next(s for s in grants["PolicyDocument"]["Statement"] if s["Sid"] == "KeepFailedEvents")
+    ).items()
+    alarm = resources["ResultConsumerFailedAlarm"]["Properties"]
+    assert alarm["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": ["ResultConsumerFailedQueue", "QueueName"]}}
+    ]
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+    assert alarm["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+
+
+def test_only_the_pipe_and_the_optional_operator_role_put_events_on_the_bus(
+    resources: dict[str, Any],
+) -> None:
+    policy = resources["ResultEventBusPolicy"]["Properties"]
+    assert policy["EventBusName"] == {"Ref": "ResultEventBus"}
+    statement = policy["Statement"]
+    assert (statement["Effect"], statement["Principal"], statement["Action"]) == (
+        "Deny",
+        "*",
+        "events:PutEvents",
+    )
+    allowed = statement["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]["Fn::If"]
+    pipe = {"Fn::GetAtt": ["ResultEventsPipeRole", "Arn"]}
+    assert allowed == [
+        "HasResultEventsOperator",
+        [pipe, {"Ref": "ResultEventsOperatorRoleArn"}],
+        [pipe],
+    ]
+
+
+def test_the_bus_takes_an_optional_customer_managed_key(
+    template: dict[str, Any], resources: dict[str, Any]
+) -> None:
+    assert template["Parameters"]["ResultEventBusEncryption"]["Default"] == ""
+    key = resources["ResultEventBus"]["Properties"]["KmsKeyIdentifier"]
+    assert key == {
+        "Fn::If": [
+            "EncryptsResultEventBus",
+            {"Ref": "ResultEventBusEncryption"},
+            {"Ref": "AWS::NoValue"},
+        ]
+    }

@@ -1200,3 +1200,12 @@ def test_throttled_task_requests_are_not_counted_as_misconfigured_workers(
 ) -> None:
     for name in ("ApiTasks4xxFilter", "ApiTasks4xxPingbackUrlsFilter"):
         assert '($.status != "429")' in resources[name]["Properties"]["FilterPattern"], name
+
+
+def test_the_alarm_topic_denies_every_publisher_but_cloudwatch(resources: dict[str, Any]) -> None:
+    statements = resources["AlarmTopicPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    (deny,) = [s for s in statements if s.get("Sid") == "NobodyButCloudWatchPublishes"]
+    assert (deny["Effect"], deny["Principal"], deny["Action"]) == ("Deny", "*", "sns:Publish")
+    assert deny["Condition"] == {
+        "StringNotEquals": {"aws:PrincipalServiceName": "cloudwatch.amazonaws.com"}
+    }

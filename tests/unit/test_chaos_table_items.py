@@ -2,7 +2,7 @@
 items are not tasks."""
 
 from infra.chaos import checker
-from infra.chaos.checker import table_items
+from infra.chaos.checker import table_items, table_requests_by_call
 from pingback_guard.data.dynamodb import (
     NON_TASK_KEY_PREFIX,
     PINGBACK_URL_KEY_PREFIX,
@@ -25,3 +25,15 @@ def test_the_checker_knows_the_stores_prefix_of_non_task_keys() -> None:
     assert checker.NON_TASK_KEY_PREFIX == NON_TASK_KEY_PREFIX
     assert POLLER_LEASE_KEY.startswith(NON_TASK_KEY_PREFIX)
     assert PINGBACK_URL_KEY_PREFIX.startswith(NON_TASK_KEY_PREFIX)
+
+
+def test_table_requests_are_counted_per_task_by_function_and_operation() -> None:
+    calls = [
+        {"function": "PushFunction", "operation": "GetItem", "outcome": "ok"},
+        {"function": "PushFunction", "operation": "GetItem", "outcome": "EndpointConnectionError"},
+        {"function": "CallbackFunction", "operation": "UpdateItem", "outcome": "ok"},
+    ]
+    assert table_requests_by_call(calls, tasks=2) == {
+        "PushFunction GetItem": 1.0,
+        "CallbackFunction UpdateItem": 0.5,
+    }

@@ -7,7 +7,7 @@ import base64
 
 import pytest
 
-from pingback_guard.domain.task import CaptchaRequest, DeliveryPath, NewTask, TaskResult
+from pingback_guard.domain.task import CaptchaRequest, DeliveryPath, NewTask, Task, TaskResult
 from pingback_guard.kinds.fields import MAX_IMAGE_BYTES
 from pingback_guard.kinds.json_fields import provider_fields_from_json, request_from_json
 from pingback_guard.kinds.registry import (
@@ -17,11 +17,11 @@ from pingback_guard.kinds.registry import (
     parse_provider_fields,
     polled_alone,
 )
+from pingback_guard.logic.callback import CallbackOutcome, CallbackService
 from pingback_guard.logic.poll_schedule import SolveTimes
-from pingback_guard.logic.results import judged_answer
+from pingback_guard.logic.results import JudgedAnswer, judged_answer, stored_request
 from pingback_guard.logic.submit import PendingTasks
-from pingback_guard.observability import note_stored_answer
-from tests.fakes import InMemoryTaskStore, unavailable
+from tests.fakes import FakeDeadLetterQueue, InMemoryTaskStore, nonce_for
 
 IMAGE = base64.b64encode(b"\x89PNG" + b"\x00" * 400).decode()
 PAGE = "https://example.test/login"
@@ -294,16 +294,41 @@ def test_a_stored_answer_is_judged_against_its_tasks_kind() -> None:
     store = InMemoryTaskStore()
     request = CaptchaRequest("geetest", VALID_FORMS["geetest"])
     store.record_submission(NewTask("5", request, 1000.0, 1020.0))
-    misfit = TaskResult("5", "not json", DeliveryPath.CALLBACK, 1010.0)
-    store.record_result(misfit)
-    judged = judged_answer(store, misfit)
+    misfit = TaskResult("5", "not json", DeliveryPath.POLL, 1010.0)
+    recorded = store.record_solution(misfit)
+    judged = judged_answer(stored_request(recorded), misfit)
     assert (judged.kind, judged.parsed.fits, judged.parsed.fields) == (
         "geetest",
         False,
         {"text": "not json"},
     )
-    unknown = judged_answer(store, TaskResult("6", "x y", DeliveryPath.CALLBACK, 1010.0))
+    unknown = judged_answer(None, TaskResult("6", "x y", DeliveryPath.CALLBACK, 1010.0))
     assert (unknown.kind, unknown.parsed.fits) == (None, True)
+
+
+class UnreadableTable(InMemoryTaskStore):
+    """Writes work; any read of a task fails the test."""
+
+    def get(self, task_id: str) -> Task | None:
+        raise AssertionError(f"read task {task_id}")
+
+
+def test_a_pingbacks_answer_is_judged_from_the_write_that_stored_it() -> None:
+    """Given a GeeTest task, when its pingback stores an answer that is not JSON, then the
+    callback path flags it from the task its storing write handed back: no read of the table."""
+    store = UnreadableTable()
+    geetest = CaptchaRequest("geetest", VALID_FORMS["geetest"])
+    store.record_submission(NewTask("8", geetest, 1000.0, 1020.0, nonce=nonce_for("8")))
+    judged: list[JudgedAnswer] = []
+    service = CallbackService(
+        store,
+        FakeDeadLetterQueue(),
+        on_token_stored=lambda result, request: judged.append(judged_answer(request, result)),
+    )
+    pingback = TaskResult("8", "not json", DeliveryPath.CALLBACK, 1010.0, nonce=nonce_for("8"))
+    assert service.receive(pingback) is CallbackOutcome.ACCEPTED
+    assert service.receive(pingback) is CallbackOutcome.DUPLICATE  # judged once, when stored
+    assert [(answer.kind, answer.parsed.fits) for answer in judged] == [("geetest", False)]
 
 
 def test_first_checks_come_at_each_kinds_likely_solve_time() -> None:
@@ -320,9 +345,3 @@ def test_first_checks_come_at_each_kinds_likely_solve_time() -> None:
     for _ in range(20):
         solve_times.observe("base64", 3.0)
     assert solve_times.likely_ready("base64") == 5.0  # never before the provider's 5 s
-
-
-def test_judging_a_stored_answer_never_fails_the_path_that_stored_it() -> None:
-    store = InMemoryTaskStore()
-    store.fail_next.append(unavailable())
-    note_stored_answer(store, TaskResult("7", "x", DeliveryPath.POLL, 1.0))

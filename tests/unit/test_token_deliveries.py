@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pingback_guard.domain.task import (
+    CaptchaRequest,
     DeliveryPath,
     NewTask,
     TaskResult,
@@ -28,18 +29,31 @@ TOKEN = "03AFcWeA5" + "d" * 700
 ARRIVED = 1_750_000_012.5
 
 
+class StoredTokens:
+    """The tokens a path reported stored, and the requests their writes handed back."""
+
+    def __init__(self) -> None:
+        self.results: list[TaskResult] = []
+        self.requests: list[CaptchaRequest | None] = []
+
+    def __call__(self, result: TaskResult, request: CaptchaRequest | None) -> None:
+        self.results.append(result)
+        self.requests.append(request)
+
+
 def test_a_poll_recovery_counts_its_age_from_the_submit() -> None:
-    store, stored = InMemoryTaskStore(), list[TaskResult]()
+    store, stored = InMemoryTaskStore(), StoredTokens()
     store.record_submission(NewTask("1", RECAPTCHA_REQUEST, 1000.0, 1120.0))
     poller = PollerService(
         store,
         FakeProvider(answers={"1": TOKEN}),
         UNIT_POLL_POLICY,
         SolveTimes(default_seconds=20),
-        on_token_stored=stored.append,
+        on_token_stored=stored,
     )
     poller.sweep(now=1130.0, remaining_seconds=lambda: 60.0)
-    (result,) = stored
+    (result,) = stored.results
+    assert stored.requests == [RECAPTCHA_REQUEST]
     assert (result.delivered_via, result.finished_after, result.received_at) == (
         DeliveryPath.POLL,
         1000.0,
@@ -50,16 +64,17 @@ def test_a_poll_recovery_counts_its_age_from_the_submit() -> None:
 
 
 def test_a_replay_counts_from_the_original_arrival_and_only_once() -> None:
-    store, stored = InMemoryTaskStore(), list[TaskResult]()
+    store, stored = InMemoryTaskStore(), StoredTokens()
     store.record_submission(
         NewTask("5", RECAPTCHA_REQUEST, ARRIVED - 20, ARRIVED, nonce=nonce_for("5"))
     )
-    service = ReplayService(store, on_token_stored=stored.append)
+    service = ReplayService(store, on_token_stored=stored)
     pingback = TaskResult("5", TOKEN, DeliveryPath.CALLBACK, ARRIVED, nonce=nonce_for("5"))
     body = encode_message(pingback, "table down")
     service.replay(body)
     service.replay(body)
-    (result,) = stored
+    (result,) = stored.results
+    assert stored.requests == [RECAPTCHA_REQUEST]
     assert result.finished_at_earliest == ARRIVED
     delivery = unread_delivery(result, TOKEN_LIFETIMES, delivered_at=ARRIVED + 87.5)
     assert (delivery.path, delivery.age_seconds, delivery.usable) == (
@@ -70,12 +85,12 @@ def test_a_replay_counts_from_the_original_arrival_and_only_once() -> None:
 
 
 def test_a_failure_is_no_token_delivery() -> None:
-    stored: list[TaskResult] = []
+    stored = StoredTokens()
     body = encode_message(
         TaskResult("6", "ERROR_CAPTCHA_UNSOLVABLE", DeliveryPath.CALLBACK, ARRIVED), "x"
     )
-    ReplayService(InMemoryTaskStore(), on_token_stored=stored.append).replay(body)
-    assert stored == []
+    ReplayService(InMemoryTaskStore(), on_token_stored=stored).replay(body)
+    assert stored.results == []
 
 
 def test_an_unknown_kind_is_judged_with_the_shortest_lifetime() -> None:

@@ -25,6 +25,7 @@ from pingback_guard.domain.task import (
     IssuedPingbackUrl,
     NewTask,
     PingbackUrlClaim,
+    RecordedSolution,
     RegistrationOutcome,
     ReportAttempt,
     ReportClaim,
@@ -328,6 +329,9 @@ class DynamoDbTaskStore:
             return
 
     def record_result(self, result: TaskResult) -> StoreOutcome:
+        return self.record_solution(result).outcome
+
+    def record_solution(self, result: TaskResult) -> RecordedSolution:
         """A task the table does not know yet (no token_lifetime_seconds) gets the shortest
         lifetime: its usable_until may be early, never late."""
         return self._store_pingback_aware(
@@ -370,7 +374,7 @@ class DynamoDbTaskStore:
             same=lambda old: (
                 old.get("status") == TaskStatus.FAILED.value and old.get("error") == result.code
             ),
-        )
+        ).outcome
 
     def _store_pingback_aware(
         self,
@@ -382,7 +386,7 @@ class DynamoDbTaskStore:
         values: dict[str, object],
         same: Callable[[Mapping[str, Any]], bool],
         condition_values: Mapping[str, object] | None = None,
-    ) -> StoreOutcome:
+    ) -> RecordedSolution:
         """One conditional write; a pingback's also requires its proof to fit the stored task.
 
         A capability's nonce decides only the task recorded with that nonce, or a contested
@@ -395,7 +399,7 @@ class DynamoDbTaskStore:
         decides = result.needs_pingback_proof and result.nonce is not None
         ttl = self._expiry(result.received_at)
         try:
-            self._update(
+            stored = self._update(
                 result.task_id,
                 expression.format(
                     nonce=", nonce = :nonce, #owner = if_not_exists(rivals.#rival, #owner)"
@@ -406,13 +410,14 @@ class DynamoDbTaskStore:
                 condition=f"{condition}{proof}",
                 names=names | proof_names | ({"#owner": "owner"} if decides else {}),
                 values=_values(**values, **(condition_values or {}), **proof_values, ttl=ttl),
+                return_new=True,
             )
         except ConditionRefused as refused:
             old = refused.old_item
             if old is None and result.needs_pingback_proof and result.nonce is not None:
                 return self._store_unregistered(result, expression, names, values, same)
-            return _judge(result, old, same)
-        return StoreOutcome.STORED
+            return RecordedSolution(_judge(result, old, same))
+        return RecordedSolution(StoreOutcome.STORED, _task_from_item(stored))
 
     def _store_unregistered(
         self,
@@ -421,21 +426,22 @@ class DynamoDbTaskStore:
         names: dict[str, str],
         values: dict[str, object],
         same: Callable[[Mapping[str, Any]], bool],
-    ) -> StoreOutcome:
+    ) -> RecordedSolution:
         ttl = int(result.received_at) + self._settings.provisional_ttl_seconds
         if result.nonce is None or not self._claim_provisional_slot(result, ttl):
-            return StoreOutcome.REJECTED
+            return RecordedSolution(StoreOutcome.REJECTED)
         try:
-            self._update(
+            stored = self._update(
                 result.task_id,
                 expression.format(nonce=", nonce = :nonce", decided=""),
                 condition="attribute_not_exists(#status)",
                 names={**names, "#status": "status"},
                 values=_values(**values, nonce=result.nonce, ttl=ttl),
+                return_new=True,
             )
         except ConditionRefused as refused:
-            return _judge(result, refused.old_item, same)
-        return StoreOutcome.STORED_UNREGISTERED
+            return RecordedSolution(_judge(result, refused.old_item, same))
+        return RecordedSolution(StoreOutcome.STORED_UNREGISTERED, _task_from_item(stored))
 
     def _claim_provisional_slot(self, result: TaskResult, ttl: int) -> bool:
         """A capability keeps a provisional result under one id only (its pingback URL's item),
@@ -694,7 +700,10 @@ class DynamoDbTaskStore:
         names: dict[str, str],
         values: dict[str, Any],
         return_old: bool = True,
-    ) -> None:
+        return_new: bool = False,
+    ) -> dict[str, Any]:
+        """The item as written when ``return_new`` (ALL_NEW: no read capacity beyond the
+        write's own), else empty."""
         request: dict[str, Any] = {
             "TableName": self._settings.table_name,
             "Key": {"task_id": {"S": task_id}},
@@ -706,7 +715,10 @@ class DynamoDbTaskStore:
             request["ExpressionAttributeNames"] = names
         if return_old:
             request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-        self._call("UpdateItem", self._client.update_item, **request)
+        if return_new:
+            request["ReturnValues"] = "ALL_NEW"
+        answer = self._call("UpdateItem", self._client.update_item, **request)
+        return _item_to_python(answer.get("Attributes") or {})
 
     @staticmethod
     def _call(operation: str, send: Callable[..., Any], **request: Any) -> Any:

@@ -10,6 +10,7 @@ from pingback_guard.domain.task import (
     IssuedPingbackUrl,
     NewTask,
     PingbackUrlClaim,
+    RecordedSolution,
     RegistrationOutcome,
     ReportAttempt,
     ReportClaim,
@@ -41,6 +42,9 @@ class TaskStore(Protocol):
 
     def record_result(self, result: TaskResult) -> StoreOutcome:
         """First solution wins; works for a task the table does not know yet."""
+
+    def record_solution(self, result: TaskResult) -> RecordedSolution:
+        """record_result, and the task as the write stored it (its kind, without a read)."""
 
     def record_failure(self, result: TaskResult) -> StoreOutcome:
         """Mark FAILED with the provider's error, unless a solution is already stored."""

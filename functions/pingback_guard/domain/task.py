@@ -61,6 +61,15 @@ class StoreOutcome(StrEnum):
     REJECTED = "rejected"
 
 
+@dataclass(frozen=True)
+class RecordedSolution:
+    """What recording a solution did, and the task it landed on as the conditional write itself
+    handed it back (no read): None unless the write stored it."""
+
+    outcome: StoreOutcome
+    task: Task | None = None
+
+
 class TaskOrigin(StrEnum):
     """Who recorded a task: this stack's submit (it made the URL the provider holds, so it always
     wins), or a worker's registration of a task it submitted elsewhere (a claim)."""

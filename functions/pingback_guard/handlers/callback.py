@@ -23,13 +23,11 @@ from pingback_guard.handlers.responses import raw_body, text_response
 from pingback_guard.logic.callback import CallbackOutcome, CallbackService
 from pingback_guard.logic.pingback_request import CallbackRequest, parse_callback
 from pingback_guard.logic.pingback_secrets import CallbackAuthenticator, CapabilityLifetime
-from pingback_guard.logic.results import unread_delivery
 from pingback_guard.observability import (
-    emit_delivery,
     instrumented,
     logger,
     metrics,
-    note_stored_answer,
+    token_stored,
 )
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
 from pingback_guard.settings import CallbackSettings
@@ -56,6 +54,7 @@ def callback_service() -> CallbackService:
     return CallbackService(
         task_store(),
         SqsDeadLetterQueue(aws_clients.sqs_client(), settings.dead_letter_queue_url),
+        token_stored(settings.table.token_lifetimes),
     )
 
 
@@ -93,9 +92,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         metrics.add_metric(name="CallbackRejected", unit=MetricUnit.Count, value=1)
         logger.warning("callback rejected", extra={"status": 403, "why": "proof does not fit"})
         return text_response(403, "forbidden")
-    if outcome is CallbackOutcome.ACCEPTED:
-        emit_delivery(unread_delivery(result, settings.table.token_lifetimes, time.time()))
-        note_stored_answer(task_store(), result)
     # The outcome's metric says this at INFO already; the line is for a DEBUG stage.
     logger.debug("callback handled", extra={"outcome": outcome.value})
     return text_response(200, "OK")

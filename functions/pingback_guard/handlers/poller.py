@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -11,16 +10,13 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
-from pingback_guard.domain.task import TaskResult
 from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService, SweepReport
-from pingback_guard.logic.results import unread_delivery
 from pingback_guard.observability import (
-    emit_delivery,
     instrumented,
     logger,
     metrics,
-    note_stored_answer,
+    token_stored,
     tracer,
 )
 from pingback_guard.provider.configured_client import captchaai_client
@@ -36,17 +32,12 @@ provider = settings.provider
 store = DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table)
 
 
-def _token_recovered(result: TaskResult) -> None:
-    emit_delivery(unread_delivery(result, settings.table.token_lifetimes, time.time()))
-    note_stored_answer(store, result)
-
-
 service = PollerService(
     store,
     TracedProvider(captchaai_client(provider), tracer.provider),
     settings.policy,
     SolveTimes(default_seconds=settings.expected_solve_seconds),
-    on_token_stored=_token_recovered,
+    on_token_stored=token_stored(settings.table.token_lifetimes),
 )
 
 METRIC_BY_COUNT = {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -19,15 +18,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import PingbackGuardError
-from pingback_guard.domain.task import TaskResult
 from pingback_guard.logic.replay import RejectedMessageError, ReplayService
-from pingback_guard.logic.results import unread_delivery
 from pingback_guard.observability import (
-    emit_delivery,
     instrumented,
     logger,
     metrics,
-    note_stored_answer,
+    token_stored,
 )
 from pingback_guard.settings import ReplaySettings
 
@@ -37,14 +33,9 @@ settings = ReplaySettings.from_env(os.environ)
 store = DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table)
 
 
-def _token_replayed(result: TaskResult) -> None:
-    emit_delivery(unread_delivery(result, settings.table.token_lifetimes, time.time()))
-    note_stored_answer(store, result)
-
-
 service = ReplayService(
     store,
-    on_token_stored=_token_replayed,
+    on_token_stored=token_stored(settings.table.token_lifetimes),
 )
 # A batch whose every record fails is still a partial-failure answer, not a function error:
 # SQS retries those messages and parks them; the Errors alarm stays for real crashes.

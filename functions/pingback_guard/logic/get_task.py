@@ -159,8 +159,9 @@ class TaskQuery:
             received_at=answered_at,
             finished_after=_last_seen_unfinished(task),
         )
-        outcome = store_result(self._store, result)
-        stored = self._store.get(task.task_id) or task
+        recorded = store_result(self._store, result)
+        outcome = recorded.outcome
+        stored = recorded.task or self._store.get(task.task_id) or task
         if outcome is not StoreOutcome.STORED:
             return Lookup(worker_view(stored, answered_at), ReadThroughOutcome.ALREADY_STORED)
         if result.is_failure:

@@ -26,7 +26,13 @@ from pingback_guard.domain.errors import (
     ProviderRetryableError,
     StoreError,
 )
-from pingback_guard.domain.task import DeliveryPath, DueTask, StoreOutcome, TaskResult
+from pingback_guard.domain.task import (
+    DeliveryPath,
+    DueTask,
+    RecordedSolution,
+    StoreOutcome,
+    TaskResult,
+)
 from pingback_guard.kinds.registry import polled_alone
 from pingback_guard.logic.poll_schedule import (
     RIDE_AHEAD_SECONDS,
@@ -34,7 +40,7 @@ from pingback_guard.logic.poll_schedule import (
     PollPolicy,
     SolveTimes,
 )
-from pingback_guard.logic.results import store_result
+from pingback_guard.logic.results import TokenStored, store_result, stored_request
 from pingback_guard.provider.answers import AnswerKind, ProviderAnswer
 from pingback_guard.provider.client import ProviderClient
 
@@ -94,7 +100,7 @@ class PollerService:
         *,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
-        on_token_stored: Callable[[TaskResult], None] | None = None,
+        on_token_stored: TokenStored | None = None,
     ) -> None:
         self._store = store
         self._provider = provider
@@ -316,10 +322,10 @@ class PollerService:
 
     def _write_final(
         self, final: Sequence[FinalWrite], now: float, remaining_seconds: Callable[[], float]
-    ) -> tuple[list[tuple[FinalWrite, Future[StoreOutcome | bool]]], bool]:
+    ) -> tuple[list[tuple[FinalWrite, Future[RecordedSolution | bool]]], bool]:
         """Up to store_writers writes at a time, each started only with time left."""
-        written: list[tuple[FinalWrite, Future[StoreOutcome | bool]]] = []
-        in_flight: set[Future[StoreOutcome | bool]] = set()
+        written: list[tuple[FinalWrite, Future[RecordedSolution | bool]]] = []
+        in_flight: set[Future[RecordedSolution | bool]] = set()
         in_time = True
         for write in final:
             if len(in_flight) >= self._policy.store_writers:
@@ -333,7 +339,7 @@ class PollerService:
         wait(in_flight)
         return written, in_time
 
-    def _write(self, write: FinalWrite, now: float) -> StoreOutcome | bool:
+    def _write(self, write: FinalWrite, now: float) -> RecordedSolution | bool:
         if write.result is None:
             return self._store.mark_expired(write.task.task_id, now)
         return store_result(self._store, write.result)
@@ -378,18 +384,20 @@ class PollerService:
     def _count(
         self,
         write: FinalWrite,
-        outcome: Future[StoreOutcome | bool],
+        outcome: Future[RecordedSolution | bool],
         now: float,
         report: SweepReport,
     ) -> None:
         try:
-            stored = outcome.result()
+            written = outcome.result()
         except StoreError:
             report.store_errors += 1  # the task stays due: it is checked again sooner
             return
-        if write.result is None:
-            report.expired += int(stored is True)
-        elif stored is StoreOutcome.DUPLICATE:
+        if write.result is None or isinstance(written, bool):
+            report.expired += int(written is True)
+            return
+        stored = written.outcome
+        if stored is StoreOutcome.DUPLICATE:
             report.duplicates += 1
         elif stored is StoreOutcome.CONFLICT:
             report.conflicts += 1
@@ -397,7 +405,7 @@ class PollerService:
             report.recovered += 1
             report.recovery_delays.append(now - write.task.submitted_at)
             if self._on_token_stored:
-                self._on_token_stored(write.result)
+                self._on_token_stored(write.result, stored_request(written))
         else:
             report.failed += 1
 

@@ -24,7 +24,7 @@ from pingback_guard.kinds.registry import InvalidFieldError, parse_provider_fiel
 from pingback_guard.logic.capability import is_nonce
 from pingback_guard.logic.forwarding import is_forwardable_url
 from pingback_guard.logic.pingback_request import check_code
-from pingback_guard.logic.results import store_result
+from pingback_guard.logic.results import TokenStored, store_result, stored_request
 from pingback_guard.queue.dead_letter import DeadLetter, decode_message
 
 # 2020-01-01: nothing this stack wrote can be older. Clock skew allowed into the future: 5 min.
@@ -75,7 +75,7 @@ class ReplayService:
         self,
         store: TaskStore,
         clock: Callable[[], float] = time.time,
-        on_token_stored: Callable[[TaskResult], None] | None = None,
+        on_token_stored: TokenStored | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
@@ -86,9 +86,10 @@ class ReplayService:
         write = checked_message(message_body, now=self._clock())
         if isinstance(write, NewTask):
             return OUTCOME_OF_SUBMISSION[self._store.record_submission(write)]
-        outcome = store_result(self._store, write)
+        recorded = store_result(self._store, write)
+        outcome = recorded.outcome
         if outcome is StoreOutcome.STORED and not write.is_failure and self._on_token_stored:
-            self._on_token_stored(write)
+            self._on_token_stored(write, stored_request(recorded))
         return OUTCOME_OF_STORE[outcome]
 
 

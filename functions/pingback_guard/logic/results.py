@@ -3,18 +3,23 @@ delivery tells about the token's freshness."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.task import (
+    CaptchaRequest,
     DeliveryPath,
-    StoreOutcome,
+    RecordedSolution,
     Task,
     TaskResult,
     TokenLifetimes,
 )
 from pingback_guard.kinds.base import ParsedAnswer
 from pingback_guard.kinds.registry import kind_of, parse_answer
+
+# A solution newly stored, with the request its task was stored with (None: a kind unknown).
+TokenStored = Callable[[TaskResult, CaptchaRequest | None], None]
 
 
 @dataclass(frozen=True)
@@ -26,19 +31,22 @@ class JudgedAnswer:
     parsed: ParsedAnswer
 
 
-def judged_answer(store: TaskStore, result: TaskResult) -> JudgedAnswer:
-    """One read of the task, for its kind."""
-    task = store.get(result.task_id)
-    request = task.request if task else None
+def judged_answer(request: CaptchaRequest | None, result: TaskResult) -> JudgedAnswer:
+    """The answer read against the request its task was stored with (None: a kind unknown)."""
     kind = kind_of(request.method if request else None)
     return JudgedAnswer(kind.name if kind else None, parse_answer(request, result.code))
 
 
-def store_result(store: TaskStore, result: TaskResult) -> StoreOutcome:
-    """A token is a solution (first one wins); an error code marks the task FAILED."""
+def store_result(store: TaskStore, result: TaskResult) -> RecordedSolution:
+    """A token is a solution (first one wins); an error code marks the task FAILED. A newly
+    stored solution comes back with its task as written (its kind, at no read)."""
     if result.is_failure:
-        return store.record_failure(result)
-    return store.record_result(result)
+        return RecordedSolution(store.record_failure(result))
+    return store.record_solution(result)
+
+
+def stored_request(recorded: RecordedSolution) -> CaptchaRequest | None:
+    return recorded.task.request if recorded.task else None
 
 
 @dataclass(frozen=True)
