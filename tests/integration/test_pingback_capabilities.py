@@ -122,17 +122,32 @@ class TestOneLeakedUrl:
         stored = handlers.item("4001")
         assert stored is not None and stored["status"]["S"] == "PENDING"
 
-    def test_only_known_task_failure_codes_mark_failed(self, handlers: Handlers) -> None:
+    def test_account_and_retry_statuses_are_refused_and_change_nothing(
+        self, handlers: Handlers
+    ) -> None:
         handlers.register("4010")
         callback = call(handlers.load("callback"))
-        for code in ("ERROR_ZERO_BALANCE", "ERROR_SOMETHING_ELSE", "ERROR"):
-            answer = callback(callback_get("4010", code))
-            assert answer["statusCode"] == 400
+        for code in ("ERROR_ZERO_BALANCE", "ERROR_NO_SLOT_AVAILABLE", "CAPCHA_NOT_READY"):
+            assert callback(callback_get("4010", code))["statusCode"] == 400
         stored = handlers.item("4010")
         assert stored is not None and stored["status"]["S"] == "PENDING"
-        assert callback(callback_get("4010", "ERROR_CAPTCHA_UNSOLVABLE"))["statusCode"] == 200
-        stored = handlers.item("4010")
+
+    def test_only_known_task_failure_codes_mark_failed(self, handlers: Handlers) -> None:
+        handlers.register("4011")
+        callback = call(handlers.load("callback"))
+        assert callback(callback_get("4011", "ERROR_CAPTCHA_UNSOLVABLE"))["statusCode"] == 200
+        stored = handlers.item("4011")
         assert stored is not None and stored["status"]["S"] == "FAILED"
+
+    def test_an_unknown_error_looking_answer_is_kept_as_the_answer(
+        self, handlers: Handlers
+    ) -> None:
+        handlers.register("4012")
+        callback = call(handlers.load("callback"))
+        assert callback(callback_get("4012", "ERROR_SOMETHING_ELSE"))["statusCode"] == 200
+        stored = handlers.item("4012")
+        assert stored is not None and stored["status"]["S"] == "SOLVED"
+        assert stored["solution"]["S"] == "ERROR_SOMETHING_ELSE"
 
 
 class TestRetiredUrls:
