@@ -203,6 +203,38 @@ class TestPoller:
         emitted = handlers.metrics()
         assert (emitted["PollRecovered"], emitted["PollerInvocations"]) == (1, 1)
 
+    def test_a_runs_counts_are_published_after_each_sweep_and_once_in_all(
+        self, handlers: Handlers
+    ) -> None:
+        # Given one task whose result is ready and a run of two sweeps
+        submit = handlers.load("submit")
+        fake = FakeProvider(answers={"70000000001": TOKEN})
+        handlers.monkeypatch.setattr(submit.service, "_provider", fake)
+        due_at_once = replace(submit.service.pending, callback_timeout_seconds=0)
+        handlers.monkeypatch.setattr(submit.service, "pending", due_at_once)
+        submit.handler(event("submit_task.json"), FakeLambdaContext())
+        handlers.output()
+        handlers.monkeypatch.setenv("POLLER_RUN_SECONDS", "50")
+        poller = handlers.load("poller")
+        handlers.monkeypatch.setattr(poller.service, "_provider", fake)
+        later = time.time() + 26
+        handlers.monkeypatch.setattr(poller.service, "_clock", lambda: later)
+        between_sweeps: list[dict[str, float]] = []
+
+        def sleep_between_sweeps(_seconds: float) -> None:
+            between_sweeps.append(handlers.metrics())
+            nonlocal later
+            later += 60  # past the run's end: the second sweep is its last
+
+        handlers.monkeypatch.setattr(poller.service, "_sleep", sleep_between_sweeps)
+        handlers.monkeypatch.setattr(poller.service, "_work_ahead", lambda *_: True)
+        # When the poller runs
+        poller.handler(event("scheduled_event.json"), FakeLambdaContext())
+        # Then the recovery was published while the run went on, and counted once in all
+        assert between_sweeps and between_sweeps[0].get("PollRecovered") == 1
+        rest = handlers.metrics()
+        assert rest.get("PollRecovered") == 0 and rest["PollSweeps"] == 1
+
     def test_a_second_invocation_while_the_lease_is_held_skips_and_says_so(
         self, handlers: Handlers
     ) -> None:

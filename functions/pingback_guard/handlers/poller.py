@@ -32,6 +32,22 @@ provider = settings.provider
 store = DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table)
 
 
+class SweepMetrics:
+    """Publishes a run's counts after each sweep and at its end, each count once."""
+
+    def __init__(self) -> None:
+        self._published = SweepReport()
+
+    def publish(self, progress: SweepReport) -> None:
+        # Counts that moved only: the run's end states every count, zeros too, once.
+        _emit(progress.since(self._published), with_zeros=False)
+        metrics.flush_metrics()
+        self._published = progress.snapshot()
+
+    def publish_rest(self, report: SweepReport) -> None:
+        _emit(report.since(self._published), with_zeros=True)
+
+
 service = PollerService(
     store,
     TracedProvider(captchaai_client(provider), tracer.provider),
@@ -63,8 +79,11 @@ METRIC_BY_COUNT = {
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # One per invocation, whatever happens next: the "poller not running" alarm counts these.
     metrics.add_metric(name="PollerInvocations", unit=MetricUnit.Count, value=1)
-    report = service.run(lambda: context.get_remaining_time_in_millis() / 1000)
-    _emit(report)
+    sweep_metrics = SweepMetrics()
+    report = service.run(
+        lambda: context.get_remaining_time_in_millis() / 1000, on_sweep=sweep_metrics.publish
+    )
+    sweep_metrics.publish_rest(report)
     summary: dict[str, Any] = {name: getattr(report, name) for name in METRIC_BY_COUNT}
     summary["stopped_early"] = report.stopped_early
     summary["account_error"] = report.account_error
@@ -72,9 +91,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return summary
 
 
-def _emit(report: SweepReport) -> None:
+def _emit(report: SweepReport, *, with_zeros: bool) -> None:
     for name, metric in METRIC_BY_COUNT.items():
-        metrics.add_metric(name=metric, unit=MetricUnit.Count, value=getattr(report, name))
+        count = getattr(report, name)
+        if count or with_zeros:
+            metrics.add_metric(name=metric, unit=MetricUnit.Count, value=count)
     for delay in report.recovery_delays:
         metrics.add_metric(name="PollRecoveryDelay", unit=MetricUnit.Seconds, value=delay)
     if report.account_error:

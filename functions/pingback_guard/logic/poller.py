@@ -89,6 +89,24 @@ class SweepReport:
         self.stopped_early = self.stopped_early or other.stopped_early
         self.recovery_delays.extend(other.recovery_delays)
 
+    def since(self, earlier: SweepReport) -> SweepReport:
+        """What this report counts beyond ``earlier`` (a snapshot of the same run)."""
+        later = SweepReport()
+        for counter in fields(self):
+            value = getattr(self, counter.name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                setattr(later, counter.name, value - getattr(earlier, counter.name))
+        if self.account_error != earlier.account_error:
+            later.account_error = self.account_error
+        later.stopped_early = self.stopped_early and not earlier.stopped_early
+        later.recovery_delays = self.recovery_delays[len(earlier.recovery_delays) :]
+        return later
+
+    def snapshot(self) -> SweepReport:
+        copy = SweepReport()
+        copy.add(self)
+        return copy
+
 
 class PollerService:
     def __init__(
@@ -114,8 +132,15 @@ class PollerService:
         self._plans: dict[str, DueTask] | None = None
         self._writers = ThreadPoolExecutor(policy.store_writers, thread_name_prefix="poll-store")
 
-    def run(self, remaining_seconds: Callable[[], float]) -> SweepReport:
-        """Hold the lease and sweep every few seconds while tasks come due before we stop."""
+    def run(
+        self,
+        remaining_seconds: Callable[[], float],
+        on_sweep: Callable[[SweepReport], None] | None = None,
+    ) -> SweepReport:
+        """Hold the lease and sweep every few seconds while tasks come due before we stop.
+
+        ``on_sweep`` is told the run's report so far after each sweep: a run lasts up to a
+        minute, and its counts (expired tasks, recoveries) must not wait for its end."""
         report = SweepReport()
         holder = uuid.uuid4().hex
         started = self._clock()
@@ -131,6 +156,8 @@ class PollerService:
                 now = self._clock()
                 swept = self.sweep(now, remaining_seconds)
                 report.add(swept)
+                if on_sweep:
+                    on_sweep(report)
                 if report.account_error or report.stopped_early:
                     return report
                 next_sweep = now + self._policy.sweep_interval_seconds
