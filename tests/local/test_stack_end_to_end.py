@@ -178,7 +178,9 @@ def test_one_tasks_pingback_url_decides_no_other_task_and_no_future_task(
     assert forge(task_b, forged) == 403
     assert forge(task_b, "ERROR_CAPTCHA_UNSOLVABLE") == 403
     forged_future = "FORGED-" + "F" * 100
-    assert forge(task_b, "ERROR_NOT_A_PROVIDER_CODE") == 400
+    # An unknown ERROR-looking code is an answer like any other (issue 23): refused for B too.
+    assert forge(task_b, "ERROR_NOT_A_PROVIDER_CODE") == 403
+    assert forge(task_b, "ERROR_ZERO_BALANCE") == 400  # a status, never a task's answer
     future_ids = [str(int(task_b) + gap) for gap in range(1, 98)]
     # One provisional result per capability: the first id, then refused.
     answers = [forge(task_id, forged_future) for task_id in future_ids]
