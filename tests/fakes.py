@@ -443,6 +443,19 @@ def _decided_owner(existing: Task | None, result: TaskResult) -> str | None:
     return existing.owner
 
 
+# Answers the provider really sends that look nothing like a token: an OCR phrase, another
+# script, a grid, coordinates, GeeTest v3 JSON (its seccode holds '|') and 4 KB of UTF-8.
+ODD_BUT_REAL_ANSWERS = (
+    "two words",
+    "привет",
+    "a/b;c,d",
+    "click:1/4/6",
+    "coordinates:x=39,y=59;x=252,y=72",
+    '{"challenge":"1a","validate":"2b","seccode":"2b|jordan"}',
+    "ж" * 2048,
+)
+
+
 @dataclass
 class FakeDeadLetterQueue:
     sent: list[tuple[DeadLetter, str]] = field(default_factory=list)

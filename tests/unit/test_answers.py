@@ -1,6 +1,7 @@
 import pytest
 
 from pingback_guard.provider.answers import AnswerKind, classify, classify_part
+from tests.fakes import ODD_BUT_REAL_ANSWERS
 
 
 @pytest.mark.parametrize(
@@ -49,12 +50,7 @@ def test_every_status_0_code_has_a_meaning(text: str, kind: AnswerKind) -> None:
         "03AFcWeA4" + "a" * 900,
         "P1_eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9.payload.sig",
         "0.zrSnRHO7h0HwSjSCU8oyzbjEtD8p",
-        "two words",
-        "привет",
-        "click:1/4/6",
-        "coordinates:x=39,y=59;x=252,y=72",
-        '{"challenge":"1a","validate":"2b","seccode":"2b|jordan"}',
-        "a/b;c,d",
+        *ODD_BUT_REAL_ANSWERS,
         "ERRORS IN THE IMAGE",
         "я" * 2048,
     ],

@@ -19,7 +19,7 @@ from pingback_guard.domain.errors import (
 )
 from pingback_guard.provider.answers import AnswerKind
 from pingback_guard.provider.captchaai import CaptchaAiClient, RetryPolicy
-from tests.fakes import token_request
+from tests.fakes import ODD_BUT_REAL_ANSWERS, token_request
 
 API_KEY = "0123456789abcdef0123456789abcdef"
 TOKEN = "03AFcWeA5" + "Q" * 700
@@ -264,15 +264,7 @@ class TestReportAndBalance:
 class TestAnswersOfEveryShape:
     @pytest.mark.parametrize(
         "answer",
-        [
-            "two words",
-            "привет",
-            "a/b;c,d",
-            "click:1/4/6",
-            "coordinates:x=39,y=59;x=252,y=72",
-            '{"challenge":"1a","validate":"2b","seccode":"2b|jordan"}',
-            "ж" * 2048,
-        ],
+        ODD_BUT_REAL_ANSWERS,
     )
     def test_a_ready_answer_is_returned_exactly_as_sent(self, answer: str) -> None:
         client, _ = client_with([reply({"status": 1, "request": answer})])
