@@ -84,6 +84,7 @@ SOLVED = image(
     usable_until=1764532920.25,
     owner=OWNER,
     nonce="bm9uY2U",
+    origin="submit",
 )
 EXPIRED = image(
     task_id="4242",
