@@ -21,7 +21,7 @@ from infra.local.aws import ACCOUNT_ID, WORKER, AwsEndpoint, LocalPrincipal
 from infra.local.calls import CallLog
 from infra.local.control import UnknownFunction, control_server
 from infra.local.deploy import DeployedStack, deploy_stack
-from infra.local.event_bus import LocalEventBus
+from infra.local.event_bus import LocalEventBus, RunTimeRules
 from infra.local.event_sources import pipe_specs, rule_specs
 from infra.local.faults import FaultRule
 from infra.local.functions import FunctionSpec, function_specs
@@ -462,6 +462,7 @@ class LocalStack(Service):
             self.invoke,
             region=endpoint.region,
             workers=max(map(self._workers, targets), default=options.workers_per_function),
+            run_time_rules=RunTimeRules(endpoint.client, (rule.name for rule in rules)),
         )
         self._event_bus.start()
         for spec in pipe_specs(stack):
