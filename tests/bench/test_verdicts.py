@@ -3,19 +3,22 @@ figures a good run gives: each section's outcome is built here from made-up meas
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import pytest
 
+import bench.freshness
 from bench.aws_counting import CallTally
 from bench.cold_start import TARGET_RATIO, BundleSize, ColdStarts
 from bench.cold_start import _outcome as cold_start_outcome
-from bench.freshness import freshness_outcome
+from bench.cost import PRICES, Usage
+from bench.freshness import WAIT_COST_TARGET_USD, Phase, freshness_outcome
 from bench.outcome import Headline, SectionOutcome
 from bench.poller_reads import DUE_TASKS, ItemLayouts, SweepReads
 from bench.poller_reads import _outcome as poller_reads_outcome
 from bench.table_paths import PathMeasurements, PathResult, table_paths_outcome
-from infra.local.calls import AwsCall
+from bench.task_cost import task_cost_outcome
+from infra.local.runtime.calls import AwsCall
 from tests.bench.test_freshness_figures import phase
 
 
@@ -142,3 +145,103 @@ def test_freshness_misses_when_delivered_tasks_cost_extra_requests_or_a_token_li
 
 def test_a_headline_without_a_target_has_no_verdict() -> None:
     assert Headline("figure", "1").verdict == ""
+
+
+WAIT = "the worker's wait, USD per million tasks: push / paced GET / 1 s GET (no pingback lost)"
+
+
+def pushed_worker_gets(pushed: Phase, gets_per_task: int) -> Phase:
+    """The pushed worker's phase with this many GETs (and their table reads) per task."""
+    gets = gets_per_task * len(pushed.tasks)
+    return replace(
+        pushed,
+        tasks=[replace(task, gets=gets_per_task) for task in pushed.tasks],
+        invocations={"GetTaskFunction": [10.0] * gets},
+        table_calls={"GetTaskFunction:GetItem": gets},
+    )
+
+
+def healthy_phases() -> list[Phase]:
+    """Every way of waiting; the pushed worker, told of its result, reads it with one GET."""
+    phases = [
+        phase(mode, lost, [5.0, 9.0] if lost else [1.0, 2.0])
+        for mode in MODES
+        for lost in (False, True)
+    ]
+    phases[0] = pushed_worker_gets(phases[0], 1)
+    return phases
+
+
+def pushed_wait_usd(phases: list[Phase]) -> float:
+    figures = freshness_outcome(phases, lifetime=120.0).data["phases"]
+    return float(figures["push/delivered"]["wait_usd_per_million_tasks"])
+
+
+def test_the_wait_misses_its_target_when_the_pushed_worker_polls_anyway() -> None:
+    phases = healthy_phases()
+    assert pushed_wait_usd(phases) < WAIT_COST_TARGET_USD
+    assert verdicts(freshness_outcome(phases, lifetime=120.0))[WAIT] == "met"
+    # Given the pushed worker GETs twice per task, its wait is over USD 2 per million tasks,
+    phases[0] = pushed_worker_gets(phases[0], 2)
+    assert pushed_wait_usd(phases) > WAIT_COST_TARGET_USD
+    # and the headline says so.
+    assert verdicts(freshness_outcome(phases, lifetime=120.0))[WAIT] == "MISSED"
+
+
+def test_the_wait_is_met_at_its_target_and_missed_a_cent_over_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    phases = healthy_phases()
+    wait = pushed_wait_usd(phases)
+    monkeypatch.setattr(bench.freshness, "WAIT_COST_TARGET_USD", wait)
+    assert verdicts(freshness_outcome(phases, lifetime=120.0))[WAIT] == "met"
+    monkeypatch.setattr(bench.freshness, "WAIT_COST_TARGET_USD", wait - 0.01)
+    assert verdicts(freshness_outcome(phases, lifetime=120.0))[WAIT] == "MISSED"
+
+
+def sections_costing(stack_usd: float, one_get_usd: float, push_wait_usd: float) -> SectionOutcome:
+    """Sections 5 and 6 as figure 7 reads them: the stack at 1% lost, its one GET (all of it
+    in API requests), and each way of waiting (paced and 1 s GET dearer than push)."""
+    cost = SectionOutcome(
+        "cost",
+        "5",
+        data={
+            "totals_per_million_tasks": {"1% lost": stack_usd},
+            "path_usage_per_task": {
+                "get_task": asdict(
+                    Usage(api_requests=one_get_usd / PRICES.api_gateway_http_per_million)
+                )
+            },
+        },
+    )
+    waits = {"push": push_wait_usd, "paced": 2 * push_wait_usd, "every_second": 20.0}
+    freshness = SectionOutcome(
+        "freshness",
+        "6",
+        data={
+            "phases": {
+                f"{mode}/delivered": {"wait_usd_per_million_tasks": wait}
+                for mode, wait in waits.items()
+            }
+        },
+    )
+    return task_cost_outcome(cost, freshness)
+
+
+@pytest.mark.parametrize(
+    ("stack_usd", "push_wait_usd", "expected"),
+    [
+        (10.0, 2.0, "met"),  # exactly USD 12 per million tasks with push
+        (10.0, 2.01, "MISSED"),  # the wait pushes it over
+        (10.01, 2.0, "MISSED"),  # the stack does
+        (9.0, 0.5, "met"),
+    ],
+)
+def test_a_task_with_its_wait_costs_at_most_usd_12_per_million_with_push(
+    stack_usd: float, push_wait_usd: float, expected: str
+) -> None:
+    # The one GET section 5 prices is replaced by the measured wait: it is taken off.
+    one_get = 0.25
+    outcome = sections_costing(stack_usd + one_get, one_get, push_wait_usd)
+    assert outcome.data["total_per_million"]["push"] == pytest.approx(stack_usd + push_wait_usd)
+    assert only_verdict(outcome) == expected

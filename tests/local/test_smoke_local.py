@@ -10,7 +10,7 @@ import boto3
 import pytest
 
 from infra.local import LocalStack
-from infra.local.aws import OTHER_WORKER, WORKER, LocalPrincipal
+from infra.local.runtime.aws import OTHER_WORKER, WORKER, LocalPrincipal
 from infra.simulator import Simulator
 from pingback_guard_cli.errors import ExitCode
 from pingback_guard_cli.main import run
