@@ -225,30 +225,14 @@ class DynamoDbTaskStore:
         return RegistrationOutcome.HELD_ELSEWHERE
 
     def record_smoke_task(self, task: NewTask) -> bool:
-        identity, identity_values = _identity(task)
+        described = {**task.request.to_document(), "submitted_at": task.submitted_at}
         try:
-            self._update(
-                task.task_id,
-                "SET #method = :method, #fields = :fields, submitted_at = :submitted_at,"
-                " #status = :pending, poll_attempts = :zero, expires_at = :ttl,"
-                f" token_lifetime_seconds = :lifetime{identity}",
+            self._write_pending(
+                task,
+                described,
                 condition="attribute_not_exists(task_id)",
-                names={
-                    "#method": "method",
-                    "#fields": "fields",
-                    "#status": "status",
-                    **_identity_names(task),
-                },
-                values=_values(
-                    **task.request.to_document(),
-                    **identity_values,
-                    submitted_at=task.submitted_at,
-                    pending=TaskStatus.PENDING.value,
-                    zero=0,
-                    ttl=int(task.submitted_at) + self._settings.provisional_ttl_seconds,
-                    lifetime=self._lifetime_of(task.request.method),
-                ),
-                return_old=False,
+                due=False,
+                expires_at=int(task.submitted_at) + self._settings.provisional_ttl_seconds,
             )
         except ConditionRefused:
             return False
@@ -310,8 +294,17 @@ class DynamoDbTaskStore:
         condition: str,
         condition_values: Mapping[str, object] | None = None,
         remove: str = "",
+        due: bool = True,
+        expires_at: int | None = None,
     ) -> None:
+        """``due``: with the due index's keys (the poller looks for it); ``expires_at``: the TTL,
+        by default the result's."""
         identity, identity_values = _identity(task)
+        due_keys, due_values = "", {}
+        if due:
+            due_keys = " due_shard = :shard, due_at = :due,"
+            shard = due_shard_of(task.task_id, self._settings.due_shards)
+            due_values = {"shard": shard, "due": task.first_poll_at}
         names = {
             "#method": "method",
             "#fields": "fields",
@@ -323,8 +316,8 @@ class DynamoDbTaskStore:
         self._update(
             task.task_id,
             "SET #method = :method, #fields = :fields,"
-            " submitted_at = :submitted_at, #status = :pending,"
-            " due_shard = :shard, due_at = :due, poll_attempts = :zero, expires_at = :ttl,"
+            f" submitted_at = :submitted_at, #status = :pending,{due_keys}"
+            " poll_attempts = :zero, expires_at = :ttl,"
             f" token_lifetime_seconds = :lifetime{identity}{remove}",
             condition=condition,
             names=names,
@@ -332,11 +325,10 @@ class DynamoDbTaskStore:
                 **described,
                 **identity_values,
                 **(condition_values or {}),
+                **due_values,
                 pending=TaskStatus.PENDING.value,
-                shard=due_shard_of(task.task_id, self._settings.due_shards),
-                due=task.first_poll_at,
                 zero=0,
-                ttl=self._expiry(task.submitted_at),
+                ttl=self._expiry(task.submitted_at) if expires_at is None else expires_at,
                 lifetime=self._lifetime_of(task.request.method),
             ),
         )

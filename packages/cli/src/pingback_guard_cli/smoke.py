@@ -142,8 +142,8 @@ def _prove(
         if not admin:
             raise StepFailed(
                 "the stack has no AdminPrincipalArn: smoke tasks are for that principal only;"
-                " deploy with AdminPrincipalArn=<your ARN as API Gateway sees it>"
-                " (aws sts get-caller-identity)"
+                " deploy with AdminPrincipalArn=<your user or role ARN>"
+                " (aws sts get-caller-identity shows it)"
             )
         found.append(f"smoke tasks are for {admin}")
     with report.step("result bus rule") as found:
