@@ -6,6 +6,7 @@ invocation, the items as the handlers wrote them, and the metrics they emitted.
 
 from __future__ import annotations
 
+import base64
 import json
 import statistics
 import time
@@ -35,6 +36,8 @@ from bench.provider import TYPICAL_TOKEN_BYTES, instant_simulator, res_requests
 from infra.chaos.kind_mix import KIND_MIX
 from infra.local.runtime.faults import FaultRule
 from infra.simulator import Simulator
+from infra.simulator.answers import SIM_TEXT_PREFIX
+from pingback_guard.domain.task import MAX_ANSWER_BYTES
 from pingback_guard.logic.poll_schedule import first_poll_delay
 
 PATH_TASKS = 20
@@ -49,6 +52,15 @@ DEAD_LETTER_TASKS = 4
 EMPTY_SWEEPS = 5
 SETUP = "setup"
 TABLE_DOWN = FaultRule(mode="unavailable", service="dynamodb")
+# An image whose answer is as long as the stack keeps (the simulator reads SIMTEXT: images).
+LARGEST_ANSWER = (
+    "image, answer at the 8 KB bound",
+    1,
+    {
+        "method": "base64",
+        "body": base64.b64encode(SIM_TEXT_PREFIX + b"x" * MAX_ANSWER_BYTES).decode(),
+    },
+)
 PATH_DESCRIPTIONS = {
     "submit": "POST /tasks (in.php, then PENDING)",
     "callback_first": "callback, first delivery",
@@ -228,7 +240,7 @@ def _kind_items(runner: PathRunner) -> dict[str, KindItems]:
     """One task of each kind of the chaos mix, called back with the answer the simulator made
     for it (image text, a grid, GeeTest JSON, a cf_clearance ...), then read with GET."""
     found = {}
-    for name, _share, document in KIND_MIX:
+    for name, _share, document in [*KIND_MIX, LARGEST_ANSWER]:
         (task_id,) = runner.submits(SETUP, 1, document)
         pending = runner.item(task_id)
         answer = next(str(t["code"]) for t in runner.simulator.tasks() if str(t["id"]) == task_id)
