@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.local.aws_hooks import AwsCallHooks
-from infra.local.calls import AwsCall
+from infra.local.runtime.aws_hooks import AwsCallHooks
+from infra.local.runtime.calls import AwsCall
 
 DYNAMODB = "dynamodb"
 TABLE_READ_OPERATIONS = frozenset({"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"})

@@ -31,7 +31,7 @@ from bench.in_process import (
 from bench.outcome import Headline, SectionOutcome, markdown_table, number
 from bench.output_capture import captured_stdout
 from bench.provider import TYPICAL_TOKEN_BYTES, instant_simulator, res_requests
-from infra.local.faults import FaultRule
+from infra.local.runtime.faults import FaultRule
 from infra.simulator import Simulator
 from pingback_guard.logic.poll_schedule import first_poll_delay
 

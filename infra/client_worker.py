@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
-from infra.local.aws import WORKER
-from infra.local.signing import credentials_of, local_signed_session
+from infra.local.apigateway.signing import credentials_of, local_signed_session
+from infra.local.runtime.aws import WORKER
 from pingback_guard_client import (
     ApiError,
     Client,

@@ -8,7 +8,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from infra.local.cfn_yaml import load_cfn_yaml
+from infra.local.cloudformation.cfn_yaml import load_cfn_yaml
 
 TEMPLATE_PATH = Path(__file__).resolve().parent.parent / "template.yaml"
 PLACEHOLDER_REGION = "us-east-1"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import requests
 
 from infra.chaos.kind_mix import documents
-from infra.local.signing import local_signed_session
+from infra.local.apigateway.signing import local_signed_session
 
 SUBMIT_THREADS = 8
 SUBMIT_PATIENCE_SECONDS = 90.0

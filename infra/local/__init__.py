@@ -4,9 +4,9 @@ Python API: LocalStack(LocalOptions(...)) with start() -> ReadyInfo and stop(), 
 manager; invoke(), set_gateway(), set_faults(), calls_report() mirror the control API.
 """
 
-from infra.local.calls import AwsCall
-from infra.local.faults import FaultRule
-from infra.local.pool import Invocation
+from infra.local.lambda_.pool import Invocation
+from infra.local.runtime.calls import AwsCall
+from infra.local.runtime.faults import FaultRule
 from infra.local.stack import LocalOptions, LocalStack, ReadyInfo
 
 __all__ = ["AwsCall", "FaultRule", "Invocation", "LocalOptions", "LocalStack", "ReadyInfo"]

@@ -13,9 +13,9 @@ import sys
 import threading
 from pathlib import Path
 
-from infra.local.processes import ChildStartError
+from infra.local.cloudformation.template import TemplateError
+from infra.local.runtime.processes import ChildStartError
 from infra.local.stack import LocalOptions, LocalStack
-from infra.local.template import TemplateError
 from infra.local.up import MissingProviderKeyError, UpOptions, run_up
 
 _WAIT_SLICE_SECONDS = 0.5

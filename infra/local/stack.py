@@ -16,26 +16,26 @@ from typing import IO, Any
 
 import requests
 
-from infra.local.alarm_runtime import LocalCloudWatch
-from infra.local.apigw import ApiContext, RouteTable
-from infra.local.aws import ACCOUNT_ID, WORKER, AwsEndpoint, LocalPrincipal
-from infra.local.calls import CallLog
-from infra.local.control import UnknownFunction, control_server
-from infra.local.deploy import DeployedStack, deploy_stack
-from infra.local.event_bus import LocalEventBus
-from infra.local.event_sources import pipe_specs, rule_specs
-from infra.local.faults import FaultRule
-from infra.local.functions import FunctionSpec, function_specs
-from infra.local.gateway import GatewayTls, HttpGateway
-from infra.local.http_server import LOCALHOST, LocalHttpServer
-from infra.local.moto_process import MotoServer
-from infra.local.pool import FunctionPool, Invocation, worker_environment
-from infra.local.scheduler import ScheduleRunner
-from infra.local.sources import FunctionIndex, http_routes, queue_sources, schedules
-from infra.local.sqs_source import QueuePoller
-from infra.local.stream_pipe import StreamPipe
-from infra.local.template import SamTemplate
-from infra.local.websocket_api import LocalWebSocketApi, websocket_apis
+from infra.local.apigateway.gateway import GatewayTls, HttpGateway
+from infra.local.apigateway.http_api import ApiContext, RouteTable
+from infra.local.apigateway.websocket_api import LocalWebSocketApi, websocket_apis
+from infra.local.cloudformation.deploy import DeployedStack, deploy_stack
+from infra.local.cloudformation.template import SamTemplate
+from infra.local.cloudwatch.alarm_runtime import LocalCloudWatch
+from infra.local.events.event_bus import LocalEventBus
+from infra.local.events.event_sources import pipe_specs, rule_specs
+from infra.local.events.scheduler import ScheduleRunner
+from infra.local.lambda_.functions import FunctionSpec, function_specs
+from infra.local.lambda_.pool import FunctionPool, Invocation, worker_environment
+from infra.local.lambda_.triggers import FunctionIndex, http_routes, queue_sources, schedules
+from infra.local.pipes.stream_pipe import StreamPipe
+from infra.local.runtime.aws import ACCOUNT_ID, WORKER, AwsEndpoint, LocalPrincipal
+from infra.local.runtime.calls import CallLog
+from infra.local.runtime.control import UnknownFunction, control_server
+from infra.local.runtime.faults import FaultRule
+from infra.local.runtime.http_server import LOCALHOST, LocalHttpServer
+from infra.local.runtime.moto_process import MotoServer
+from infra.local.sqs.queue_poller import QueuePoller
 from infra.service import Service
 
 logger = logging.getLogger(__name__)
@@ -112,7 +112,7 @@ class ReadyInfo:
     def signed_session(self, principal: LocalPrincipal = WORKER) -> requests.Session:
         """A requests session signing (SigV4) as `principal`, for the gateway's IAM routes."""
         # Imported here: function workers import this package and never have the client on path.
-        from infra.local.signing import local_signed_session
+        from infra.local.apigateway.signing import local_signed_session
 
         return local_signed_session(self.region, principal)
 
@@ -360,7 +360,7 @@ class LocalStack(Service):
         routes = http_routes(stack, functions)
         self._access_log = (log_dir / "gateway.log").open("a", encoding="utf-8")
         # Imported here: function workers import this package, and never need cryptography.
-        from infra.local.tls import make_test_certificates
+        from infra.local.apigateway.tls import make_test_certificates
 
         certificates = make_test_certificates(log_dir.parent / "tls")
         self._ca_bundle = str(certificates.ca_bundle)

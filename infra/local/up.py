@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from infra.local.aws import FAKE_CREDENTIALS, WORKER, fake_session
+from infra.local.runtime.aws import FAKE_CREDENTIALS, WORKER, fake_session
 from infra.local.stack import LocalOptions, LocalStack, ReadyInfo
 from infra.simulator import Simulator, SimulatorConfig
 from pingback_guard_cli import keys

@@ -14,7 +14,7 @@ from bench.aws_counting import CallWindows
 from bench.cost import Invocation
 from bench.events import callback_event, get_task_event, recaptcha_token, sqs_event
 from bench.table_paths import HandlerSamples, PathResult, emitted_metrics
-from infra.local.faults import FaultRule
+from infra.local.runtime.faults import FaultRule
 from infra.project_template import create_tasks_table
 
 

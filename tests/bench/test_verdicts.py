@@ -18,7 +18,7 @@ from bench.poller_reads import DUE_TASKS, ItemLayouts, SweepReads
 from bench.poller_reads import _outcome as poller_reads_outcome
 from bench.table_paths import PathMeasurements, PathResult, table_paths_outcome
 from bench.task_cost import task_cost_outcome
-from infra.local.calls import AwsCall
+from infra.local.runtime.calls import AwsCall
 from tests.bench.test_freshness_figures import phase
 
 

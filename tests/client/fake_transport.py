@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pingback_guard_client import Client, RetryPolicy
 from pingback_guard_client.transport import HttpAnswer, TransportFailure
 
 
@@ -57,3 +58,18 @@ def solved(now: float, token: str = "03AGdBq2-token", **fields: Any) -> HttpAnsw
         "token_age_seconds": 5,
     }
     return view("SOLVED", **{**document, **fields})
+
+
+def client_with(*answers: HttpAnswer | TransportFailure) -> tuple[Client, FakeTransport, FakeClock]:
+    """A sync Client on a scripted transport and a fake clock."""
+    transport = FakeTransport(list(answers))
+    clock = FakeClock()
+    client = Client(
+        "https://unused.example",
+        region="us-east-1",
+        transport=transport,
+        retry=RetryPolicy(attempts=3, base_seconds=1, max_seconds=4),
+        clock=clock.time,
+        sleep=clock.sleep,
+    )
+    return client, transport, clock

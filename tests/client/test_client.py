@@ -10,7 +10,6 @@ from pingback_guard_client import (
     CredentialsError,
     Pacing,
     PingbackUrl,
-    RetryPolicy,
     ServiceUnavailable,
     TaskNotFound,
     TokenUnusable,
@@ -18,24 +17,10 @@ from pingback_guard_client import (
     WaitTimeout,
 )
 from pingback_guard_client.transport import HttpAnswer, TransportFailure
-from tests.client.fake_transport import FakeClock, FakeTransport, solved, view
+from tests.client.fake_transport import FakeClock, FakeTransport, client_with, solved, view
 
 SITEKEY = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-"
 PAGE = "https://example.com/login"
-
-
-def client_with(*answers: HttpAnswer | TransportFailure) -> tuple[Client, FakeTransport, FakeClock]:
-    transport = FakeTransport(list(answers))
-    clock = FakeClock()
-    client = Client(
-        "https://unused.example",
-        region="us-east-1",
-        transport=transport,
-        retry=RetryPolicy(attempts=3, base_seconds=1, max_seconds=4),
-        clock=clock.time,
-        sleep=clock.sleep,
-    )
-    return client, transport, clock
 
 
 def test_submit_posts_the_task_with_its_extras_and_returns_the_id() -> None:

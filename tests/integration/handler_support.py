@@ -15,8 +15,8 @@ from unittest import mock
 
 import pytest
 
-from infra.local.aws_hooks import AwsCallHooks
-from infra.local.faults import FaultRule
+from infra.local.runtime.aws_hooks import AwsCallHooks
+from infra.local.runtime.faults import FaultRule
 from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.task import NewTask

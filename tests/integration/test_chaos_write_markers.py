@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from infra.chaos.checker import result_writes_per_task, verdict
-from infra.local.aws_hooks import AwsCallHooks
+from infra.local.runtime.aws_hooks import AwsCallHooks
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.task import DeliveryPath, StoreOutcome, TaskResult
 from pingback_guard.settings import TableSettings

@@ -15,7 +15,7 @@ import pytest
 from aws_lambda_powertools.utilities import parameters
 
 from infra.lambda_context import FakeLambdaContext
-from infra.local.moto_process import MotoServer
+from infra.local.runtime.moto_process import MotoServer
 from infra.sam import make_events
 from infra.sam.local_events import sam_local_environment, write_local_events
 from tests.support import template

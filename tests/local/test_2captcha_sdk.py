@@ -22,7 +22,7 @@ from twocaptcha import NetworkException, TwoCaptcha
 from twocaptcha.exceptions.api import ApiException
 
 from infra.local import LocalStack
-from infra.local.aws import OTHER_WORKER, WORKER
+from infra.local.runtime.aws import OTHER_WORKER, WORKER
 from infra.local.up import issue_compat_key
 from infra.simulator import Simulator
 from tests.local.support import QUICK_SOLVES

@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from infra.local.alarm_runtime import (
+from infra.local.cloudwatch.alarm_runtime import (
     EmfTail,
     SqsAges,
     emf_datapoints,
     filter_matches,
     parse_json_filter,
 )
-from infra.local.alarms import (
+from infra.local.cloudwatch.alarms import (
     ALARM,
     INSUFFICIENT_DATA,
     OK,

@@ -16,8 +16,8 @@ import requests
 from botocore.credentials import Credentials
 
 from infra.local import LocalStack
-from infra.local.aws import WORKER
-from infra.local.signing import credentials_of
+from infra.local.apigateway.signing import credentials_of
+from infra.local.runtime.aws import WORKER
 from infra.simulator import Simulator
 from pingback_guard_client import (
     ApiError,

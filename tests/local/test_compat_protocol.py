@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from infra.local import LocalStack
-from infra.local.aws import OTHER_WORKER, WORKER, fake_session
+from infra.local.runtime.aws import OTHER_WORKER, WORKER, fake_session
 from infra.simulator import Simulator
 from pingback_guard_cli.main import run
 from tests.local.support import QUICK_SOLVES

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from infra.local import LocalStack
-from infra.local.aws import OTHER_WORKER, WORKER
+from infra.local.runtime.aws import OTHER_WORKER, WORKER
 from infra.simulator import Simulator
 from tests.local.support import QUICK_SOLVES
 from tests.waiting import wait_until

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from infra.local import LocalStack
-from infra.local.aws import WORKER
-from infra.local.signing import credentials_of
+from infra.local.apigateway.signing import credentials_of
+from infra.local.runtime.aws import WORKER
 from infra.simulator import Simulator
 from infra.simulator.answers import SIM_TEXT_PREFIX
 from pingback_guard_client import Client, Solution

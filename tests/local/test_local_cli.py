@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from infra.local.processes import read_first_line
+from infra.local.runtime.processes import read_first_line
 from tests.local.support import FIXTURE_TEMPLATE, alive, descendant_pids
 from tests.waiting import wait_until
 

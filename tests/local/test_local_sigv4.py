@@ -10,9 +10,8 @@ import pytest
 import requests
 from botocore.credentials import Credentials
 
-from infra.local.aws import LOCAL_PRINCIPALS, OTHER_WORKER, WORKER, LocalPrincipal
-from infra.local.signing import credentials_of
-from infra.local.sigv4 import (
+from infra.local.apigateway.signing import credentials_of
+from infra.local.apigateway.sigv4 import (
     FORBIDDEN,
     INVALID_TOKEN,
     SIGNATURE_EXPIRED,
@@ -21,6 +20,7 @@ from infra.local.sigv4 import (
     SignedRequest,
     verify,
 )
+from infra.local.runtime.aws import LOCAL_PRINCIPALS, OTHER_WORKER, WORKER, LocalPrincipal
 from pingback_guard_client.signing import SigV4RequestAuth
 
 REGION = "us-east-1"

@@ -12,7 +12,7 @@ import requests
 from botocore.credentials import Credentials
 
 from infra.local import FaultRule, LocalStack
-from infra.local.aws import ACCOUNT_ID, OTHER_WORKER, WORKER
+from infra.local.runtime.aws import ACCOUNT_ID, OTHER_WORKER, WORKER
 from pingback_guard_client.signing import SigV4RequestAuth
 from tests.local.support import LEAK_SENTINEL, PROVIDER_API_KEY
 from tests.waiting import wait_until

@@ -9,15 +9,21 @@ from typing import Any
 
 import pytest
 
-from infra.local.apigw import ApiContext, HttpRequest, RouteTable, build_event, map_result
-from infra.local.calls import AwsCall, CallLog
-from infra.local.faults import FaultRule, InvalidFaultRule
-from infra.local.intrinsics import NoResources, Resolver, UnresolvableError
-from infra.local.pool import Invocation
-from infra.local.protocol import Channel, ChannelClosed
-from infra.local.sources import HttpRoute, rate_seconds
-from infra.local.sqs_source import handled_message_ids
-from infra.local.template import SamTemplate, TemplateError
+from infra.local.apigateway.http_api import (
+    ApiContext,
+    HttpRequest,
+    RouteTable,
+    build_event,
+    map_result,
+)
+from infra.local.cloudformation.intrinsics import NoResources, Resolver, UnresolvableError
+from infra.local.cloudformation.template import SamTemplate, TemplateError
+from infra.local.lambda_.pool import Invocation
+from infra.local.lambda_.protocol import Channel, ChannelClosed
+from infra.local.lambda_.triggers import HttpRoute, rate_seconds
+from infra.local.runtime.calls import AwsCall, CallLog
+from infra.local.runtime.faults import FaultRule, InvalidFaultRule
+from infra.local.sqs.queue_poller import handled_message_ids
 from tests.local.support import FIXTURE_TEMPLATE
 
 
@@ -242,7 +248,7 @@ def test_template_parameters_are_checked_as_cloudformation_does(tmp_path: Path) 
 
 
 def test_delay_fault_rules_need_a_bounded_delay_and_only_delay_rules_carry_one() -> None:
-    from infra.local.faults import FaultRule, InvalidFaultRule
+    from infra.local.runtime.faults import FaultRule, InvalidFaultRule
 
     rule = FaultRule.from_json({"mode": "delay", "delay_seconds": 1.5, "service": "dynamodb"})
     assert FaultRule.from_json(rule.to_json()) == rule

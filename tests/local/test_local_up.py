@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from infra.local.processes import read_first_line
+from infra.local.runtime.processes import read_first_line
 from tests.local.support import alive, descendant_pids
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(240)]

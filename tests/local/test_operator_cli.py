@@ -17,7 +17,7 @@ import boto3
 import pytest
 
 from infra.local import FaultRule, LocalOptions, LocalStack
-from infra.local.aws import FAKE_CREDENTIALS
+from infra.local.runtime.aws import FAKE_CREDENTIALS
 from pingback_guard_cli.errors import ExitCode
 from pingback_guard_cli.main import run
 from tests.waiting import wait_until

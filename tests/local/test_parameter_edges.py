@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from infra.local import LocalOptions, LocalStack
-from infra.local.cfn_yaml import load_cfn_yaml
+from infra.local.cloudformation.cfn_yaml import load_cfn_yaml
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(300)]
 

@@ -15,8 +15,8 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from infra.local import LocalStack
-from infra.local.aws import OTHER_WORKER, WORKER, LocalPrincipal
-from infra.local.signing import credentials_of, local_signed_session
+from infra.local.apigateway.signing import credentials_of, local_signed_session
+from infra.local.runtime.aws import OTHER_WORKER, WORKER, LocalPrincipal
 from infra.simulator import Simulator
 from pingback_guard_client import AsyncClient, Client
 from pingback_guard_client.signing import signed_headers

@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from infra.local.aws import AwsEndpoint
-from infra.local.event_bus import BusEntry, LocalEventBus
-from infra.local.event_patterns import PatternError, matches, parse_pattern
-from infra.local.event_sources import PipeSpec, RuleSpec
-from infra.local.input_template import TemplateOutputError, render, render_detail
-from infra.local.intrinsics import NoResources, Resolver
-from infra.local.local_resources import EventBus, EventRule, LocalResourceContext
-from infra.local.moto_process import MotoServer
-from infra.local.pool import Invocation
-from infra.local.stream_pipe import StreamPipe
+from infra.local.cloudformation.intrinsics import NoResources, Resolver
+from infra.local.cloudformation.local_resources import EventBus, EventRule, LocalResourceContext
+from infra.local.events.event_bus import BusEntry, LocalEventBus
+from infra.local.events.event_patterns import PatternError, matches, parse_pattern
+from infra.local.events.event_sources import PipeSpec, RuleSpec
+from infra.local.lambda_.pool import Invocation
+from infra.local.pipes.input_template import TemplateOutputError, render, render_detail
+from infra.local.pipes.stream_pipe import StreamPipe
+from infra.local.runtime.aws import AwsEndpoint
+from infra.local.runtime.moto_process import MotoServer
 from tests.result_events import OWNER, rendered_detail
 from tests.support import template
 from tests.waiting import wait_until

@@ -11,6 +11,7 @@ from typing import Any
 import click
 import pytest
 
+from pingback_guard.kinds.registry import METHODS
 from pingback_guard_cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,6 +86,27 @@ def test_each_documented_parameter_has_the_template_s_default(
         assert written in ("empty", "(none)", "``", "none"), (name, written)
     else:
         assert written.strip("`") == default, (name, written, default)
+
+
+KIND_DOCS = ("README.md", "docs/architecture.md", "docs/operations.md")
+
+
+@pytest.mark.parametrize("doc", KIND_DOCS)
+def test_the_kind_docs_name_every_in_php_method_and_every_lifetime_parameter(
+    template: dict[str, Any], doc: str
+) -> None:
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    lifetimes = [name for name in template["Parameters"] if name.endswith("LifetimeSeconds")]
+    missing = [name for name in [*METHODS, *lifetimes] if f"`{name}`" not in text]
+    assert len(lifetimes) >= 5 and not missing, f"{doc} does not name {missing}"
+
+
+def test_the_environment_table_names_every_lifetime_variable(template: dict[str, Any]) -> None:
+    variables = template["Globals"]["Function"]["Environment"]["Variables"]
+    lifetimes = [name for name in variables if name.endswith("LIFETIME_SECONDS")]
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = [name for name in lifetimes if f"`{name}`" not in text]
+    assert len(lifetimes) >= 5 and not missing, f"architecture.md does not name {missing}"
 
 
 def code_in(text: str) -> list[str]:

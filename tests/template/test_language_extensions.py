@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from infra.local.cfn_yaml import CfnYamlError, load_cfn_yaml
-from infra.local.language_extensions import apply_language_extensions
+from infra.local.cloudformation.cfn_yaml import CfnYamlError, load_cfn_yaml
+from infra.local.cloudformation.language_extensions import apply_language_extensions
 from infra.project_template import TEMPLATE_PATH
 
 LOOPED: dict[str, Any] = {

@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import Any, Concatenate
 
 from botocore.credentials import Credentials
 
-from pingback_guard_client.client import Client, RetryPolicy
+from pingback_guard_client.client import Client, RetryPolicy, task_document
+from pingback_guard_client.kinds import KindCalls
 from pingback_guard_client.models import Solution
 from pingback_guard_client.waiting import Pacing, Waiting
 
@@ -32,7 +33,7 @@ def _in_thread[**P, R](
     return in_thread
 
 
-class AsyncClient:
+class AsyncClient(KindCalls):
     """AsyncClient(api_url) like Client(api_url), or AsyncClient(client=an_existing_client)."""
 
     def __init__(
@@ -121,5 +122,9 @@ class AsyncClient:
     async def solve(
         self, method: str, sitekey: str, page_url: str, timeout: float = 180.0, **extras: Any
     ) -> Solution:
-        task_id, first_look_after = await self.submit_paced(method, sitekey, page_url, **extras)
+        return await self.solve_document(task_document(method, sitekey, page_url, extras), timeout)
+
+    async def solve_document(self, document: Mapping[str, Any], timeout: float = 180.0) -> Solution:
+        """Client.solve_document() awaited: what the per-kind calls (normal, geetest ...) use."""
+        task_id, first_look_after = await self.submit_document(document)
         return await self.wait(task_id, timeout, first_look_after)

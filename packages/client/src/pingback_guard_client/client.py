@@ -114,8 +114,7 @@ class Client(KindCalls):
     ) -> tuple[str, float | None]:
         """submit(), and the seconds until a first look is worthwhile (None: not said): pass
         them to wait() as ``first_look_after``."""
-        body = {"method": method, "sitekey": sitekey, "page_url": page_url, "extras": extras}
-        return self.submit_document(body)
+        return self.submit_document(task_document(method, sitekey, page_url, extras))
 
     def submit_document(self, document: Mapping[str, Any]) -> tuple[str, float | None]:
         """submit_paced() of a whole request document (in.php fields, or the SDK's names for
@@ -183,7 +182,11 @@ class Client(KindCalls):
         self, method: str, sitekey: str, page_url: str, timeout: float = 180.0, **extras: Any
     ) -> Solution:
         """submit() then wait(): the token with its age and usable_until."""
-        task_id, first_look_after = self.submit_paced(method, sitekey, page_url, **extras)
+        return self.solve_document(task_document(method, sitekey, page_url, extras), timeout)
+
+    def solve_document(self, document: Mapping[str, Any], timeout: float = 180.0) -> Solution:
+        """submit_document() then wait(), first looking when the submit says it is worthwhile."""
+        task_id, first_look_after = self.submit_document(document)
         return self.wait(task_id, timeout, first_look_after)
 
     def report(self, task_id: str, correct: bool) -> str:
@@ -248,6 +251,13 @@ class Client(KindCalls):
         if answer.status in ok and isinstance(answer.body, dict):
             return answer.body
         raise _error_of(answer)
+
+
+def task_document(
+    method: str, sitekey: str, page_url: str, extras: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The POST /tasks document of submit() and solve()."""
+    return {"method": method, "sitekey": sitekey, "page_url": page_url, "extras": dict(extras)}
 
 
 def _error_of(answer: HttpAnswer) -> PingbackGuardError:

@@ -1,14 +1,17 @@
-"""One call per CAPTCHA kind, named as the 2captcha SDK names them; each submits through the
-stack and waits for the Solution (raw answer and parsed form). Extra keyword arguments are the
-provider's in.php fields or the SDK's names for them (``minLen``, ``score``, a proxy dict ...).
+"""One call per CAPTCHA kind, named as the 2captcha SDK names them, for Client and AsyncClient
+alike: each builds its kind's request document here, then the client solves it (submit, wait
+for the Solution: raw answer and parsed form). Extra keyword arguments are the provider's in.php
+fields or the SDK's names for them (``minLen``, ``score``, a proxy dict ...).
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, overload
 
 from pingback_guard_client.models import Solution
 
@@ -19,144 +22,172 @@ Image = bytes | str | os.PathLike[str]
 """Image bytes, a path to an image file, or the image already base64-encoded."""
 
 
-class _SubmitsDocuments(Protocol):
-    def submit_document(self, document: Mapping[str, Any]) -> tuple[str, float | None]: ...
+@dataclass(frozen=True)
+class KindRequest:
+    """One kind's request document (POST /tasks) and how long to wait for its solution."""
 
-    def wait(
-        self, task_id: str, timeout: float = ..., first_look_after: float | None = ...
-    ) -> Solution: ...
+    document: dict[str, Any]
+    timeout: float
+
+
+class _Solves(Protocol):
+    def solve_document(self, document: Mapping[str, Any], timeout: float = ...) -> Solution: ...
+
+
+class _SolvesAsync(Protocol):
+    def solve_document(
+        self, document: Mapping[str, Any], timeout: float = ...
+    ) -> Coroutine[Any, Any, Solution]: ...
+
+
+class KindCall[**P]:
+    """A per-kind call: on a Client it returns the Solution, on an AsyncClient a coroutine of
+    it; either way the document comes from the one builder given here (what the class shows)."""
+
+    def __init__(self, build: Callable[P, KindRequest]) -> None:
+        self.build = build
+
+    @overload
+    def __get__(self, client: None, owner: type[Any]) -> Callable[P, KindRequest]: ...
+
+    @overload
+    def __get__(
+        self, client: _SolvesAsync, owner: type[Any]
+    ) -> Callable[P, Coroutine[Any, Any, Solution]]: ...
+
+    @overload
+    def __get__(self, client: _Solves, owner: type[Any]) -> Callable[P, Solution]: ...
+
+    def __get__(self, client: Any, owner: type[Any]) -> Any:
+        if client is None:  # on the class: the builder itself (help(), signature)
+            return self.build
+        build = self.build
+
+        @functools.wraps(build)
+        def call(*args: P.args, **kwargs: P.kwargs) -> Any:
+            request = build(*args, **kwargs)
+            return client.solve_document(request.document, request.timeout)
+
+        return call
+
+
+def normal(file: Image, timeout: float = DEFAULT_TIMEOUT, **options: Any) -> KindRequest:
+    """An image CAPTCHA (OCR). Options: numeric, minLen/min_len, maxLen/max_len, phrase,
+    regsense/caseSensitive, calc, language, lang, textinstructions/hintText."""
+    return KindRequest({"method": "base64", "body": image_base64(file), **options}, timeout)
+
+
+def grid(
+    file: Image,
+    rows: int | None = None,
+    cols: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    **options: Any,
+) -> KindRequest:
+    """A grid to click (answer ``click:1/4/6``, parsed as cells)."""
+    shape = {name: value for name, value in (("rows", rows), ("cols", cols)) if value}
+    document = {"method": "base64", "body": image_base64(file), "recaptcha": 1, **shape}
+    return KindRequest({**document, **options}, timeout)
+
+
+def coordinates(file: Image, timeout: float = DEFAULT_TIMEOUT, **options: Any) -> KindRequest:
+    """Points to click on an image (answer ``coordinates:x=..,y=..;...``, parsed as points)."""
+    document = {"method": "base64", "body": image_base64(file), "coordinatescaptcha": 1}
+    return KindRequest({**document, **options}, timeout)
+
+
+def recaptcha(
+    sitekey: str,
+    url: str,
+    version: str = "v2",
+    enterprise: int = 0,
+    timeout: float = DEFAULT_TIMEOUT,
+    **options: Any,
+) -> KindRequest:
+    """reCAPTCHA v2, v3 (``score``/min_score, action), Enterprise, invisible."""
+    document: dict[str, Any] = {
+        "method": "userrecaptcha",
+        "sitekey": sitekey,
+        "url": url,
+        "version": version,
+    }
+    if enterprise:
+        document["enterprise"] = 1
+    return KindRequest({**document, **options}, timeout)
+
+
+def hcaptcha(
+    sitekey: str, url: str, timeout: float = DEFAULT_TIMEOUT, **options: Any
+) -> KindRequest:
+    return KindRequest({"method": "hcaptcha", "sitekey": sitekey, "url": url, **options}, timeout)
+
+
+def turnstile(
+    sitekey: str, url: str, timeout: float = DEFAULT_TIMEOUT, **options: Any
+) -> KindRequest:
+    return KindRequest({"method": "turnstile", "sitekey": sitekey, "url": url, **options}, timeout)
+
+
+def geetest(
+    gt: str, challenge: str, url: str, timeout: float = DEFAULT_TIMEOUT, **options: Any
+) -> KindRequest:
+    """GeeTest v3 (``apiServer``/api_server optional); the answer's fields are parsed."""
+    document = {"method": "geetest", "gt": gt, "challenge": challenge, "url": url}
+    return KindRequest({**document, **options}, timeout)
+
+
+def geetest_v4(
+    captcha_id: str, url: str, timeout: float = DEFAULT_TIMEOUT, **options: Any
+) -> KindRequest:
+    document = {"method": "geetest", "version": 4, "captcha_id": captcha_id, "url": url}
+    return KindRequest({**document, **options}, timeout)
+
+
+def cloudflare_challenge(
+    url: str,
+    user_agent: str,
+    proxy: Mapping[str, str],
+    timeout: float = DEFAULT_TIMEOUT,
+    **options: Any,
+) -> KindRequest:
+    """Cloudflare's challenge page: use the cf_clearance with this user agent and proxy.
+    ``proxy`` is the SDK's dict: {"type": "HTTP", "uri": "login:password@host:port"}."""
+    document = {
+        "method": "cloudflare_challenge",
+        "url": url,
+        "userAgent": user_agent,
+        "proxy": dict(proxy),
+    }
+    return KindRequest({**document, **options}, timeout)
+
+
+def bls(
+    instructions: str,
+    images: Sequence[Image],
+    timeout: float = DEFAULT_TIMEOUT,
+    **options: Any,
+) -> KindRequest:
+    """A BLS grid: up to nine cell images and the numeric instruction; answers the cells."""
+    if not 1 <= len(images) <= BLS_CELLS:
+        raise ValueError(f"bls takes 1 to {BLS_CELLS} images")
+    cells = {f"image_base64_{n}": image_base64(image) for n, image in enumerate(images, 1)}
+    document = {"method": "bls", "instructions": instructions, **cells}
+    return KindRequest({**document, **options}, timeout)
 
 
 class KindCalls:
-    """Mixed into Client: the per-kind calls on top of submit_document() and wait()."""
+    """Mixed into Client and AsyncClient, which each give solve_document()."""
 
-    def normal(
-        self: _SubmitsDocuments, file: Image, timeout: float = DEFAULT_TIMEOUT, **options: Any
-    ) -> Solution:
-        """An image CAPTCHA (OCR). Options: numeric, minLen/min_len, maxLen/max_len, phrase,
-        regsense/caseSensitive, calc, language, lang, textinstructions/hintText."""
-        return _solve(self, {"method": "base64", "body": image_base64(file), **options}, timeout)
-
-    def grid(
-        self: _SubmitsDocuments,
-        file: Image,
-        rows: int | None = None,
-        cols: int | None = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        **options: Any,
-    ) -> Solution:
-        """A grid to click (answer ``click:1/4/6``, parsed as cells)."""
-        shape = {name: value for name, value in (("rows", rows), ("cols", cols)) if value}
-        document = {"method": "base64", "body": image_base64(file), "recaptcha": 1, **shape}
-        return _solve(self, {**document, **options}, timeout)
-
-    def coordinates(
-        self: _SubmitsDocuments, file: Image, timeout: float = DEFAULT_TIMEOUT, **options: Any
-    ) -> Solution:
-        """Points to click on an image (answer ``coordinates:x=..,y=..;...``, parsed as points)."""
-        document = {"method": "base64", "body": image_base64(file), "coordinatescaptcha": 1}
-        return _solve(self, {**document, **options}, timeout)
-
-    def recaptcha(
-        self: _SubmitsDocuments,
-        sitekey: str,
-        url: str,
-        version: str = "v2",
-        enterprise: int = 0,
-        timeout: float = DEFAULT_TIMEOUT,
-        **options: Any,
-    ) -> Solution:
-        """reCAPTCHA v2, v3 (``score``/min_score, action), Enterprise, invisible."""
-        document: dict[str, Any] = {
-            "method": "userrecaptcha",
-            "sitekey": sitekey,
-            "url": url,
-            "version": version,
-        }
-        if enterprise:
-            document["enterprise"] = 1
-        return _solve(self, {**document, **options}, timeout)
-
-    def hcaptcha(
-        self: _SubmitsDocuments,
-        sitekey: str,
-        url: str,
-        timeout: float = DEFAULT_TIMEOUT,
-        **options: Any,
-    ) -> Solution:
-        return _solve(
-            self, {"method": "hcaptcha", "sitekey": sitekey, "url": url, **options}, timeout
-        )
-
-    def turnstile(
-        self: _SubmitsDocuments,
-        sitekey: str,
-        url: str,
-        timeout: float = DEFAULT_TIMEOUT,
-        **options: Any,
-    ) -> Solution:
-        return _solve(
-            self, {"method": "turnstile", "sitekey": sitekey, "url": url, **options}, timeout
-        )
-
-    def geetest(
-        self: _SubmitsDocuments,
-        gt: str,
-        challenge: str,
-        url: str,
-        timeout: float = DEFAULT_TIMEOUT,
-        **options: Any,
-    ) -> Solution:
-        """GeeTest v3 (``apiServer``/api_server optional); the answer's fields are parsed."""
-        document = {"method": "geetest", "gt": gt, "challenge": challenge, "url": url}
-        return _solve(self, {**document, **options}, timeout)
-
-    def geetest_v4(
-        self: _SubmitsDocuments,
-        captcha_id: str,
-        url: str,
-        timeout: float = DEFAULT_TIMEOUT,
-        **options: Any,
-    ) -> Solution:
-        document = {"method": "geetest", "version": 4, "captcha_id": captcha_id, "url": url}
-        return _solve(self, {**document, **options}, timeout)
-
-    def cloudflare_challenge(
-        self: _SubmitsDocuments,
-        url: str,
-        user_agent: str,
-        proxy: Mapping[str, str],
-        timeout: float = DEFAULT_TIMEOUT,
-        **options: Any,
-    ) -> Solution:
-        """Cloudflare's challenge page: use the cf_clearance with this user agent and proxy.
-        ``proxy`` is the SDK's dict: {"type": "HTTP", "uri": "login:password@host:port"}."""
-        document = {
-            "method": "cloudflare_challenge",
-            "url": url,
-            "userAgent": user_agent,
-            "proxy": dict(proxy),
-        }
-        return _solve(self, {**document, **options}, timeout)
-
-    def bls(
-        self: _SubmitsDocuments,
-        instructions: str,
-        images: Sequence[Image],
-        timeout: float = DEFAULT_TIMEOUT,
-        **options: Any,
-    ) -> Solution:
-        """A BLS grid: up to nine cell images and the numeric instruction; answers the cells."""
-        if not 1 <= len(images) <= BLS_CELLS:
-            raise ValueError(f"bls takes 1 to {BLS_CELLS} images")
-        cells = {f"image_base64_{n}": image_base64(image) for n, image in enumerate(images, 1)}
-        document = {"method": "bls", "instructions": instructions, **cells}
-        return _solve(self, {**document, **options}, timeout)
-
-
-def _solve(client: _SubmitsDocuments, document: Mapping[str, Any], timeout: float) -> Solution:
-    task_id, first_look_after = client.submit_document(document)
-    return client.wait(task_id, timeout, first_look_after)
+    normal = KindCall(normal)
+    grid = KindCall(grid)
+    coordinates = KindCall(coordinates)
+    recaptcha = KindCall(recaptcha)
+    hcaptcha = KindCall(hcaptcha)
+    turnstile = KindCall(turnstile)
+    geetest = KindCall(geetest)
+    geetest_v4 = KindCall(geetest_v4)
+    cloudflare_challenge = KindCall(cloudflare_challenge)
+    bls = KindCall(bls)
 
 
 def image_base64(image: Image) -> str:

@@ -1,0 +1,1 @@
+"""CloudFormation, locally: the SAM template read and translated, then deployed into moto."""

@@ -1,0 +1,1 @@
+"""CloudWatch, locally: metrics and alarm evaluation (moto stores alarms, never evaluates them)."""

@@ -1,0 +1,1 @@
+"""EventBridge, locally: event buses, rules and their patterns, and schedules."""

@@ -1,0 +1,1 @@
+"""Lambda, locally: function workers, their protocol, and the triggers that invoke them."""

@@ -1,0 +1,1 @@
+"""EventBridge Pipes, locally: DynamoDB stream to event bus."""
