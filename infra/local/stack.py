@@ -4,6 +4,7 @@ with LocalStack(LocalOptions(template=Path("template.yaml"))) as stack:
     stack.ready.signed_session().get(stack.ready.api_url + "/tasks/abc")
 """
 
+import functools
 import logging
 import os
 import tempfile
@@ -228,6 +229,12 @@ class LocalStack(Service):
         """Disable every schedule (the poller is then never invoked) or enable them again."""
         assert self._schedules is not None
         self._schedules.set_enabled(enabled)
+
+    def set_pipes(self, running: bool) -> None:
+        """StopPipe on every pipe (the state Pipes leaves one in after persistent errors: no
+        event published, no metric) or StartPipe: each resumes where it stopped."""
+        for pipe in self._event_pipes:
+            pipe.set_running(running)
 
     def alarms(self) -> dict[str, Any]:
         """Alarm states, definitions (logical id, period) and every state change so far."""
@@ -465,12 +472,16 @@ class LocalStack(Service):
             run_time_rules=RunTimeRules(endpoint.client, (rule.name for rule in rules)),
         )
         self._event_bus.start()
+        cloudwatch = self._cloudwatch
         for spec in pipe_specs(stack):
             pipe = StreamPipe(
                 spec,
                 new_client=endpoint.client,
                 put_events=self._event_bus.put_events,
                 duplicate_rate=options.event_duplicate_rate,
+                on_execution=None
+                if cloudwatch is None
+                else functools.partial(cloudwatch.record_pipe_execution, spec.name),
             )
             pipe.start()
             self._event_pipes.append(pipe)

@@ -697,6 +697,9 @@ def test_callback_secret_is_generated_with_current_and_previous(
 # ------------------------------------------------------------------ alerting
 
 
+SILENCE_IS_FAILURE = {"PollerNotRunningAlarm", "ResultEventsPipeStoppedAlarm"}
+
+
 def alarms(resources: dict[str, Any]) -> dict[str, Any]:
     return of_type(resources, "AWS::CloudWatch::Alarm")
 
@@ -719,8 +722,8 @@ def test_every_alarm_notifies_the_topic_both_ways(resources: dict[str, Any]) -> 
         properties = alarm["Properties"]
         assert properties["AlarmActions"] == [{"Ref": "AlarmTopic"}], name
         assert properties["OKActions"] == [{"Ref": "AlarmTopic"}], name
-        # Only a metric that goes silent when the failure happens treats missing as breaching.
-        expected = "breaching" if name == "PollerNotRunningAlarm" else "notBreaching"
+        # Only an alarm whose metrics go silent in its failure treats missing as breaching.
+        expected = "breaching" if name in SILENCE_IS_FAILURE else "notBreaching"
         assert properties["TreatMissingData"] == expected, name
         assert sub_text(properties["AlarmName"]).startswith("${AWS::StackName}-"), name
 

@@ -313,11 +313,11 @@ class PollerService:
     def _not_before(self, task: DueTask) -> float:
         if task.last_checked_at is not None:
             return self._policy.schedule.poller_after_check(
-                task, task.last_checked_at, task.submitted_at + self._likely_ready(task)
+                task, task.last_checked_at, self._first_check_at(task)
             )
         if task.poll_attempts:
             return -math.inf
-        return task.submitted_at + self._solve_times.likely_ready(task.method)
+        return self._first_check_at(task)
 
     def _settle(
         self,
@@ -388,14 +388,14 @@ class PollerService:
         schedule = self._policy.schedule
         if schedule.exhausted(attempts):
             return max(now + self._policy.backoff_base_seconds, expires_at)
-        likely_at = task.submitted_at + self._likely_ready(task)
-        if now >= likely_at and attempts <= RIDING_CHECKS:
+        first_at = self._first_check_at(task)
+        if now >= first_at and attempts <= RIDING_CHECKS:
             # Young: the next sweep's request (ids= shares it) looks again.
             return min(now + schedule.min_gap_seconds, expires_at)
-        return min(schedule.next_check(task.submitted_at, now, likely_at), expires_at)
+        return min(schedule.next_check(task.submitted_at, now, first_at), expires_at)
 
-    def _likely_ready(self, task: DueTask) -> float:
-        return self._solve_times.likely_ready(task.method)
+    def _first_check_at(self, task: DueTask) -> float:
+        return task.submitted_at + self._solve_times.first_check(task.method)
 
     def _result(self, task: DueTask, answer: ProviderAnswer, now: float) -> TaskResult | None:
         if not answer.is_final:
