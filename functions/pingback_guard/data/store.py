@@ -31,6 +31,14 @@ class TaskStore(Protocol):
         """Record a worker's registration PENDING, unless a submit holds the id; a second
         registration of a PENDING one makes both claims until a pingback decides."""
 
+    def record_smoke_task(self, task: NewTask) -> bool:
+        """A synthetic task of the smoke check: PENDING under an id nothing holds, never due (the
+        poller never sees it), kept one retention window; False when the id is taken."""
+
+    def delete_smoke_task(self, task_id: str, owner: str) -> bool:
+        """Delete ``owner``'s synthetic task, whatever its status; False when ``task_id`` is no
+        smoke task of ``owner`` (nothing deleted)."""
+
     def record_pingback_url(self, issued: IssuedPingbackUrl) -> None:
         """Who a pingback URL was issued to, and until when it may register a task."""
 
