@@ -293,14 +293,21 @@ class InMemoryTaskStore:
                 return PollerLease(False, held_until)
             self.lease.update(holder=holder, until=until)
             samples = self.lease.get("samples", {})
-            return PollerLease(True, until, dict(samples))  # type: ignore[call-overload]
+            busy_at = self.lease.get("busy_at")
+            return PollerLease(True, until, dict(samples), busy_at)  # type: ignore[call-overload,arg-type]
 
     def release_poller_lease(
-        self, holder: str, now: float, solve_samples: dict[str, list[float]]
+        self,
+        holder: str,
+        now: float,
+        solve_samples: dict[str, list[float]],
+        busy_at: float | None = None,
     ) -> None:
         with self._guarded():
             if self.lease.get("holder") == holder:
                 self.lease.update(until=now, samples=solve_samples)
+                if busy_at is not None:
+                    self.lease["busy_at"] = busy_at
 
     def claim_read_through(self, task_id: str, now: float, interval_seconds: float) -> bool:
         with self._guarded():

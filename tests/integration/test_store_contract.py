@@ -290,14 +290,20 @@ def test_next_due_at_is_the_earliest_pending_due_time_in_the_window(store: TaskS
 
 def test_one_poller_lease_at_a_time_and_what_it_learned_survives(store: TaskStore) -> None:
     first = store.acquire_poller_lease("a", now=1000.0, until=1060.0)
-    assert first.acquired and first.solve_samples == {}
+    assert first.acquired and first.solve_samples == {} and first.busy_at is None
     second = store.acquire_poller_lease("b", now=1010.0, until=1070.0)
     assert (second.acquired, second.held_until) == (False, 1060.0)
     store.release_poller_lease("b", now=1011.0, solve_samples={"hcaptcha": [1.0]})  # not its own
     assert not store.acquire_poller_lease("b", now=1012.0, until=1070.0).acquired
-    store.release_poller_lease("a", now=1020.0, solve_samples={"userrecaptcha": [12.5, 30.0]})
+    store.release_poller_lease(
+        "a", now=1020.0, solve_samples={"userrecaptcha": [12.5, 30.0]}, busy_at=1015.0
+    )
     third = store.acquire_poller_lease("b", now=1021.0, until=1080.0)
     assert third.acquired and third.solve_samples == {"userrecaptcha": [12.5, 30.0]}
+    assert third.busy_at == 1015.0  # when the last holder had a task to check
+    # An idle holder's release keeps the last busy moment.
+    store.release_poller_lease("b", now=1030.0, solve_samples={})
+    assert store.acquire_poller_lease("c", now=1031.0, until=1090.0).busy_at == 1015.0
 
 
 def test_an_abandoned_lease_ends_by_itself(store: TaskStore) -> None:

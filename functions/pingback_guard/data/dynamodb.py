@@ -582,20 +582,34 @@ class DynamoDbTaskStore:
             held = _float_or_none((refused.old_item or {}).get("lease_until"))
             return PollerLease(acquired=False, held_until=held if held is not None else until)
         item = _item_to_python(answer.get("Attributes", {}))
-        return PollerLease(True, until, _solve_samples(item.get("solve_samples")))
+        return PollerLease(
+            True,
+            until,
+            _solve_samples(item.get("solve_samples")),
+            _float_or_none(item.get("busy_at")),
+        )
 
     def release_poller_lease(
-        self, holder: str, now: float, solve_samples: dict[str, list[float]]
+        self,
+        holder: str,
+        now: float,
+        solve_samples: dict[str, list[float]],
+        busy_at: float | None = None,
     ) -> None:
+        kept = {"now": now, "samples": solve_samples}
+        update = "SET lease_until = :now, solve_samples = :samples"
+        if busy_at is not None:
+            kept["busy"] = busy_at
+            update += ", busy_at = :busy"
         try:
             self._call(
                 "UpdateItem",
                 self._client.update_item,
                 TableName=self._settings.table_name,
                 Key={"task_id": {"S": POLLER_LEASE_KEY}},
-                UpdateExpression="SET lease_until = :now, solve_samples = :samples",
+                UpdateExpression=update,
                 ConditionExpression="holder = :holder",
-                ExpressionAttributeValues=_values(holder=holder, now=now, samples=solve_samples),
+                ExpressionAttributeValues=_values(holder=holder, **kept),
             )
         except ConditionRefused:
             return

@@ -82,9 +82,14 @@ class TaskStore(Protocol):
         """Take the poller lease until ``until`` if it is free (expired or released)."""
 
     def release_poller_lease(
-        self, holder: str, now: float, solve_samples: dict[str, list[float]]
+        self,
+        holder: str,
+        now: float,
+        solve_samples: dict[str, list[float]],
+        busy_at: float | None = None,
     ) -> None:
-        """Free the lease if ``holder`` still has it, keeping what the poller learned."""
+        """Free the lease if ``holder`` still has it, keeping what the poller learned and when it
+        last had a task to check."""
 
     def claim_read_through(self, task_id: str, now: float, interval_seconds: float) -> bool:
         """Guard of a worker-triggered res.php check: True for at most one caller per interval,
