@@ -22,7 +22,7 @@ from infra.local.apigateway.websocket_api import LocalWebSocketApi, websocket_ap
 from infra.local.cloudformation.deploy import DeployedStack, deploy_stack
 from infra.local.cloudformation.template import SamTemplate
 from infra.local.cloudwatch.alarm_runtime import LocalCloudWatch
-from infra.local.events.event_bus import LocalEventBus
+from infra.local.events.event_bus import LocalEventBus, RunTimeRules
 from infra.local.events.event_sources import pipe_specs, rule_specs
 from infra.local.events.scheduler import ScheduleRunner
 from infra.local.lambda_.functions import FunctionSpec, function_specs
@@ -469,6 +469,7 @@ class LocalStack(Service):
             self.invoke,
             region=endpoint.region,
             workers=max(map(self._workers, targets), default=options.workers_per_function),
+            run_time_rules=RunTimeRules(endpoint.client, (rule.name for rule in rules)),
         )
         self._event_bus.start()
         cloudwatch = self._cloudwatch

@@ -115,6 +115,7 @@ def test_the_example_consumer_exists_only_on_request_with_its_own_tables(
     assert rule["Properties"]["Pattern"] == {
         "source": ["pingback-guard"],
         "detail-type": ["Task Result"],
+        "detail": {"origin": [{"anything-but": "smoke"}]},
     }
     resources_granted = {
         str(statement["Sid"]): statement["Resource"]

@@ -19,6 +19,7 @@ from pingback_guard.domain.task import (
     TaskStatus,
 )
 from pingback_guard.logic.poll_schedule import (
+    KEEP_SWEEPING_AFTER_WORK_SECONDS,
     MAX_CHECKS_PER_TASK,
     RIDING_CHECKS,
     CheckSchedule,
@@ -26,7 +27,7 @@ from pingback_guard.logic.poll_schedule import (
     SolveTimes,
     first_poll_delay,
 )
-from pingback_guard.logic.poller import PollerService
+from pingback_guard.logic.poller import PollerService, SweepReport
 from tests.fakes import (
     RECAPTCHA_REQUEST,
     UNIT_POLL_POLICY,
@@ -503,13 +504,11 @@ def test_an_idle_invocation_ends_after_one_sweep(store: InMemoryTaskStore) -> No
     assert report.sweeps == 1 and len(moments) == 1
 
 
-def test_a_task_submitted_after_the_work_is_done_is_checked_in_the_same_invocation(
-    store: InMemoryTaskStore,
-) -> None:
-    """Given an invocation whose only task is recovered at once, when a task is submitted
-    20 s later, then it is checked when it comes due, before the invocation ends."""
-    pending(store, "1", first_poll=SUBMITTED + 20)
-    provider = FakeProvider(answers={"1": TOKEN, "2": TOKEN})
+def _run_with_a_task_submitted_at_40(
+    store: InMemoryTaskStore, provider: FakeProvider
+) -> tuple[list[float], SweepReport]:
+    """An invocation of 50 s from SUBMITTED + 20, sweeping every 5 s; task 2 is submitted at
+    SUBMITTED + 40, first due 15 s later."""
     policy = dataclasses.replace(UNIT_POLL_POLICY, run_seconds=50, sweep_interval_seconds=5)
 
     def submit_at_40(now: float) -> None:
@@ -517,7 +516,47 @@ def test_a_task_submitted_after_the_work_is_done_is_checked_in_the_same_invocati
             store.record_submission(NewTask("2", RECAPTCHA_REQUEST, SUBMITTED + 40, SUBMITTED + 55))
 
     service, moments = _clocked(store, provider, policy, meanwhile=submit_at_40)
-    report = service.run(remaining_seconds=lambda: 60 - (moments[-1] - moments[0]))
+    return moments, service.run(remaining_seconds=lambda: 60 - (moments[-1] - moments[0]))
+
+
+def _last_work(store: InMemoryTaskStore, busy_at: float) -> None:
+    """An earlier invocation that had a task to check at ``busy_at``."""
+    store.acquire_poller_lease("earlier", now=busy_at, until=busy_at + 1)
+    store.release_poller_lease("earlier", now=busy_at, solve_samples={}, busy_at=busy_at)
+
+
+def test_an_idle_invocation_sweeps_on_while_the_stack_had_work_within_ten_minutes(
+    store: InMemoryTaskStore,
+) -> None:
+    """Given the stack last had a task to check 9 minutes ago, when an idle invocation runs and
+    a task is submitted 20 s into it, then that task is checked when due in this invocation, not
+    at the next scheduled one."""
+    _last_work(store, SUBMITTED + 20 - (KEEP_SWEEPING_AFTER_WORK_SECONDS - 60))
+    provider = FakeProvider(answers={"2": TOKEN})
+    moments, report = _run_with_a_task_submitted_at_40(store, provider)
+    assert provider.requests == [["2"]] and report.recovered == 1
+    # and the lease keeps that this invocation had work (from the sweep at 55 s on)
+    assert SUBMITTED + 55 <= float(store.lease["busy_at"]) <= moments[-1]  # type: ignore[arg-type]
+
+
+def test_long_after_the_last_work_an_idle_invocation_ends_after_one_sweep(
+    store: InMemoryTaskStore,
+) -> None:
+    _last_work(store, SUBMITTED + 20 - KEEP_SWEEPING_AFTER_WORK_SECONDS)
+    policy = dataclasses.replace(UNIT_POLL_POLICY, run_seconds=50)
+    service, moments = _clocked(store, FakeProvider(), policy)
+    report = service.run(remaining_seconds=lambda: 60.0)
+    assert report.sweeps == 1 and len(moments) == 1
+
+
+def test_a_task_submitted_after_the_work_is_done_is_checked_in_the_same_invocation(
+    store: InMemoryTaskStore,
+) -> None:
+    """Given an invocation whose only task is recovered at once, when a task is submitted
+    20 s later, then it is checked when it comes due, before the invocation ends."""
+    pending(store, "1", first_poll=SUBMITTED + 20)
+    provider = FakeProvider(answers={"1": TOKEN, "2": TOKEN})
+    _, report = _run_with_a_task_submitted_at_40(store, provider)
     assert provider.requests == [["1"], ["2"]] and report.recovered == 2
 
 

@@ -32,6 +32,11 @@ MAX_CHECKS_PER_TASK = 16
 # lost pingback's token is found within a sweep of its finish (a push worker never asks). The rest
 # of its checks follow the growing gaps (MAX_CHECKS_PER_TASK in all).
 RIDING_CHECKS = 12
+# An invocation sweeps to its end (55 s) while the stack had a task to check this recently, not
+# once: a task submitted after an idle invocation's one sweep waited for the next scheduled
+# minute, checked up to 45 s after its first check was due (a lost pingback's token that old at a
+# push worker). Ten minutes of 55 s at 128 MB after the last task: USD 0.001.
+KEEP_SWEEPING_AFTER_WORK_SECONDS = 600.0
 # How far ahead the poller looks for tasks that may ride along in a request it makes anyway.
 RIDE_AHEAD_SECONDS = 60.0
 # "Likely ready": the median of the method's observed solve times (a later quantile saves a few
