@@ -20,6 +20,9 @@ from pathlib import Path
 from bench.cold_start import measure_cold_start_section
 from bench.cost_section import cost_outcome
 from bench.freshness import measure_freshness
+from bench.kind_freshness import KEY as KINDS
+from bench.kind_freshness import TITLE as KINDS_TITLE
+from bench.kind_freshness import measure_kind_freshness
 from bench.outcome import FAILED, SectionOutcome, one_line
 from bench.poller_reads import measure_poller_reads
 from bench.report import RunInfo, markdown_report, results_document
@@ -57,6 +60,7 @@ def sections() -> list[Section]:
         ("cold_start", "4. Cold start and bundle size", measure_cold_start_section),
         ("cost", "5. Cost per million tasks", lambda: cost_outcome(paths.get())),
         ("freshness", "6. Freshness and its checking cost", measure_freshness),
+        (KINDS, KINDS_TITLE, measure_kind_freshness),
     ]
 
 

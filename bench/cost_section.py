@@ -3,7 +3,7 @@ the items the handlers wrote) and with what template.yaml declares."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from bench import FUNCTIONS_DIR
@@ -82,6 +82,88 @@ def table_units(measured: PathMeasurements) -> TableUnits:
         task_read=strong_read_units(solved),
         stored_bytes=solved + STORAGE_OVERHEAD_BYTES,
     )
+
+
+@dataclass(frozen=True)
+class KindCost:
+    """A kind's table units and cost per million tasks, from its items as the handlers wrote
+    them (figure 1's run); every other input is the reCAPTCHA run's."""
+
+    answer_bytes: int
+    units: TableUnits
+    per_million: float
+    """USD per million tasks at the lower lost share."""
+    exact: bool
+
+
+def kind_costs(measured: PathMeasurements, facts: TemplateFacts) -> dict[str, KindCost]:
+    costs = {}
+    for kind, items in measured.kinds.items():
+        as_kind = replace(measured, pending_item=items.pending_item, solved_item=items.solved_item)
+        usage = task_usage(path_usages(as_kind, facts), LOST_FRACTIONS[0], ASSUMPTIONS)
+        costs[kind] = KindCost(
+            answer_bytes=len(items.answer.encode()),
+            units=table_units(as_kind),
+            per_million=sum(per_million_tasks(usage).values()),
+            exact=items.exact,
+        )
+    return costs
+
+
+def kind_cost_headlines(costs: dict[str, KindCost]) -> list[Headline]:
+    if not costs:
+        return []
+    cheapest = min(costs, key=lambda kind: costs[kind].per_million)
+    dearest = max(costs, key=lambda kind: costs[kind].per_million)
+    served = sum(cost.exact for cost in costs.values())
+    return [
+        Headline(
+            f"Cost per million tasks by kind, {LOST_FRACTIONS[0]:.0%} lost: cheapest .. dearest",
+            f"{cheapest} USD {costs[cheapest].per_million:.3f}"
+            f" .. {dearest} USD {costs[dearest].per_million:.3f}",
+        ),
+        Headline(
+            "Kinds whose answer GET /tasks/{id} served exactly as the provider sent it",
+            f"{served} of {len(costs)}",
+            "all",
+            served == len(costs),
+        ),
+    ]
+
+
+def _kind_cost_details(costs: dict[str, KindCost]) -> list[str]:
+    if not costs:
+        return []
+    rows = [
+        [
+            kind,
+            str(cost.answer_bytes),
+            f"{cost.units.pending_write} / {cost.units.result_write}",
+            f"{cost.units.task_read:g}",
+            f"{cost.units.stored_bytes:,}",
+            f"{cost.per_million:.3f}",
+        ]
+        for kind, cost in sorted(costs.items())
+    ]
+    return [
+        "",
+        "Per kind (one task of each kind of the chaos mix through the real submit, callback and"
+        " GET handlers, called back with the simulator's answer for it; the rest as above):"
+        " what differs is the item, by its answer and request fields (an image task keeps no"
+        " image). res.php requests per recovered task and ages per kind: figure 8.",
+        "",
+        *markdown_table(
+            [
+                "kind",
+                "answer bytes",
+                "WRU pending / result write",
+                "RRU per GET",
+                "bytes stored",
+                f"USD per million, {LOST_FRACTIONS[0]:.0%} lost",
+            ],
+            rows,
+        ),
+    ]
 
 
 def path_usages(measured: PathMeasurements, facts: TemplateFacts) -> PathUsages:
@@ -214,6 +296,7 @@ def cost_outcome(measured: PathMeasurements) -> SectionOutcome:
     )
     fixed[busy_label] = busy_poller_monthly(busy)
     totals = {lost: sum(costs.values()) for lost, costs in months.items()}
+    by_kind = kind_costs(measured, facts)
     low, high = LOST_FRACTIONS
     return SectionOutcome(
         key="cost",
@@ -227,6 +310,7 @@ def cost_outcome(measured: PathMeasurements) -> SectionOutcome:
             "path_usage_per_task": {name: asdict(usage) for name, usage in _named(paths).items()},
             "assumptions": {**asdict(ASSUMPTIONS), "token_bytes": TYPICAL_TOKEN_BYTES},
             "prices": asdict(PRICES),
+            "by_kind": {kind: asdict(cost) for kind, cost in by_kind.items()},
         },
         headlines=[
             Headline(
@@ -239,8 +323,9 @@ def cost_outcome(measured: PathMeasurements) -> SectionOutcome:
                 f"Cost per million tasks, {high:.0%} callbacks lost", f"USD {totals[high]:.3f}"
             ),
             Headline("Fixed monthly cost (any volume)", f"USD {sum(fixed.values()):.2f}"),
+            *kind_cost_headlines(by_kind),
         ],
-        details=_details(months, totals, fixed, paths, facts),
+        details=_details(months, totals, fixed, paths, facts) + _kind_cost_details(by_kind),
     )
 
 

@@ -6,6 +6,7 @@ import copy
 import hashlib
 import json
 import secrets
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -28,8 +29,12 @@ def _sample(name: str) -> dict[str, Any]:
     return loaded
 
 
-def submit_event() -> dict[str, Any]:
-    return copy.deepcopy(_sample("submit_task.json"))
+def submit_event(document: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """POST /tasks with the sample's reCAPTCHA document, or with this one."""
+    event = copy.deepcopy(_sample("submit_task.json"))
+    if document is not None:
+        event["body"] = json.dumps(document)
+    return event
 
 
 def schedule_event() -> dict[str, Any]:

@@ -40,6 +40,7 @@ AGE_TARGET_SECONDS = 10.0
 PUSH_LATENCY_TARGET_SECONDS = 1.5
 WAIT_COST_TARGET_USD = 2.0
 EXTRA_REQUESTS_TARGET = 1.0
+OLDEST_SHOWN = 3
 REQUEST = {
     "method": "userrecaptcha",
     "sitekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
@@ -82,6 +83,8 @@ class TaskRun:
     gets: int
     after_callback: float | None
     """When the worker had the token minus when its pingback reached the callback."""
+    solve_seconds: float = 0.0
+    """How long the simulator took to solve it (its finish minus its submit)."""
 
 
 @dataclass(frozen=True)
@@ -258,6 +261,7 @@ def _task_run(
             if solved and callback_at is not None and view.get("delivered_via") == "callback"
             else None
         ),
+        solve_seconds=finished - float(truth["submitted_at"]),
     )
 
 
@@ -389,6 +393,11 @@ def phase_figures(
             and t.claimed_age < t.true_age - 1
         ),
         "bounds_contain_true_finish": sum(1 for t in solved if t.bounds_hold),
+        # The tail and where it comes from: solved early (before the first check) or late.
+        "oldest": [
+            {"age_seconds": t.true_age, "solve_seconds": t.solve_seconds}
+            for t in sorted(solved, key=lambda t: t.true_age or 0.0, reverse=True)[:OLDEST_SHOWN]
+        ],
         "res_get_requests_per_task": phase.res_requests_per_task,
         "worker_gets_per_task": sum(t.gets for t in phase.tasks) / len(phase.tasks),
         "lambda_seconds_per_task": {
@@ -534,7 +543,12 @@ def _details(figures: dict[str, dict[str, Any]]) -> list[str]:
         rows,
     )
     breakdown = "The wait by service, USD per million tasks (no pingback lost):"
-    return [*table, "", breakdown, "", *_wait_breakdown(figures)]
+    oldest = ", ".join(
+        f"{_seconds(t['age_seconds'])} (solved {_seconds(t['solve_seconds'])} after submit)"
+        for t in figures["push/lost"]["oldest"]
+    )
+    tail = f"Every pingback lost, the pushed worker's oldest tokens: {oldest}."
+    return [*table, "", tail, "", breakdown, "", *_wait_breakdown(figures)]
 
 
 def _wait_breakdown(figures: dict[str, dict[str, Any]]) -> list[str]:

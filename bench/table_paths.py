@@ -6,9 +6,11 @@ invocation, the items as the handlers wrote them, and the metrics they emitted.
 
 from __future__ import annotations
 
+import base64
 import json
 import statistics
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,8 +33,11 @@ from bench.in_process import (
 from bench.outcome import Headline, SectionOutcome, markdown_table, number
 from bench.output_capture import captured_stdout
 from bench.provider import TYPICAL_TOKEN_BYTES, instant_simulator, res_requests
+from infra.chaos.kind_mix import KIND_MIX
 from infra.local.runtime.faults import FaultRule
 from infra.simulator import Simulator
+from infra.simulator.answers import SIM_TEXT_PREFIX
+from pingback_guard.domain.task import MAX_ANSWER_BYTES
 from pingback_guard.logic.poll_schedule import first_poll_delay
 
 PATH_TASKS = 20
@@ -47,6 +52,15 @@ DEAD_LETTER_TASKS = 4
 EMPTY_SWEEPS = 5
 SETUP = "setup"
 TABLE_DOWN = FaultRule(mode="unavailable", service="dynamodb")
+# An image whose answer is as long as the stack keeps (the simulator reads SIMTEXT: images).
+LARGEST_ANSWER = (
+    "image, answer at the 8 KB bound",
+    1,
+    {
+        "method": "base64",
+        "body": base64.b64encode(SIM_TEXT_PREFIX + b"x" * MAX_ANSWER_BYTES).decode(),
+    },
+)
 PATH_DESCRIPTIONS = {
     "submit": "POST /tasks (in.php, then PENDING)",
     "callback_first": "callback, first delivery",
@@ -87,6 +101,18 @@ class PathResult:
         return sum(len(samples.durations_ms) for samples in self.handlers.values())
 
 
+@dataclass(frozen=True)
+class KindItems:
+    """One task of a kind through the real submit, callback and GET handlers."""
+
+    pending_item: dict[str, Any]
+    solved_item: dict[str, Any]
+    answer: str
+    """The provider's answer, as the simulator made it for the kind."""
+    exact: bool
+    """GET /tasks/{id} served exactly that answer."""
+
+
 @dataclass
 class PathMeasurements:
     paths: dict[str, PathResult]
@@ -94,6 +120,8 @@ class PathMeasurements:
     solved_item: dict[str, Any]
     dead_letter_message_bytes: int
     emitted_metrics: set[tuple[str, tuple[str, ...]]]
+    kinds: dict[str, KindItems] = field(default_factory=dict)
+    """Per kind of the chaos mix (infra/chaos/kind_mix.py): its items as the handlers wrote them."""
 
 
 class PathRunner:
@@ -123,10 +151,12 @@ class PathRunner:
         self.outputs.append(output.text)
         return answer
 
-    def submits(self, path: str, count: int) -> list[str]:
+    def submits(
+        self, path: str, count: int, document: Mapping[str, Any] | None = None
+    ) -> list[str]:
         task_ids = []
         for _ in range(count):
-            answer = self.invoke(path, "submit", submit_event())
+            answer = self.invoke(path, "submit", submit_event(document))
             _expect(answer["statusCode"] == 202, f"submit answered {answer['statusCode']}")
             task_ids.append(str(json.loads(answer["body"])["task_id"]))
         return task_ids
@@ -140,11 +170,14 @@ class PathRunner:
             answer = self.invoke(path, "callback", callback_event(capability, task_id, token))
             _expect(answer["statusCode"] == 200, f"callback answered {answer['statusCode']}")
 
-    def get_tasks(self, path: str, task_ids: list[str]) -> None:
+    def get_tasks(self, path: str, task_ids: list[str]) -> list[dict[str, Any]]:
+        views = []
         for task_id in task_ids:
             answer = self.invoke(path, "get_task", get_task_event(task_id))
             view = json.loads(answer["body"])
             _expect(view.get("status") == "SOLVED", f"GET /tasks answered {answer['body'][:80]}")
+            views.append(view)
+        return views
 
     def sweep(self, path: str) -> dict[str, Any]:
         summary: dict[str, Any] = self.invoke(path, "poller", schedule_event())
@@ -169,6 +202,7 @@ def measure_paths() -> PathMeasurements:
         _empty_sweeps(runner)
         task_ids, pending_item = _submit_and_call_back(runner)
         solved_item = runner.item(task_ids[0])
+        kinds = _kind_items(runner)
         message_bytes = _dead_letter_path(runner)
         _poll_recovery_path(runner)
         for name, result in runner.paths.items():
@@ -180,6 +214,7 @@ def measure_paths() -> PathMeasurements:
             solved_item=solved_item,
             dead_letter_message_bytes=message_bytes,
             emitted_metrics=emitted_metrics(runner.outputs),
+            kinds=kinds,
         )
 
 
@@ -199,6 +234,21 @@ def _submit_and_call_back(runner: PathRunner) -> tuple[list[str], dict[str, Any]
     runner.callbacks("callback_duplicate", task_ids)
     runner.get_tasks("get_task", task_ids)
     return task_ids, pending_item
+
+
+def _kind_items(runner: PathRunner) -> dict[str, KindItems]:
+    """One task of each kind of the chaos mix, called back with the answer the simulator made
+    for it (image text, a grid, GeeTest JSON, a cf_clearance ...), then read with GET."""
+    found = {}
+    for name, _share, document in [*KIND_MIX, LARGEST_ANSWER]:
+        (task_id,) = runner.submits(SETUP, 1, document)
+        pending = runner.item(task_id)
+        answer = next(str(t["code"]) for t in runner.simulator.tasks() if str(t["id"]) == task_id)
+        runner.tokens[task_id] = answer
+        runner.callbacks(SETUP, [task_id])
+        (view,) = runner.get_tasks(SETUP, [task_id])
+        found[name] = KindItems(pending, runner.item(task_id), answer, view["solution"] == answer)
+    return found
 
 
 def _dead_letter_path(runner: PathRunner) -> int:

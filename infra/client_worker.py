@@ -41,18 +41,24 @@ class Waited:
 
 
 class CountingTransport:
-    """GETs per path, so each task's waiting cost is known."""
+    """GETs per path, so each task's waiting cost is known, and the paths a GET found final."""
 
     def __init__(self, inner: Transport) -> None:
         self._inner = inner
         self._lock = threading.Lock()
         self.gets: Counter[str] = Counter()
+        self.final_by_get: set[str] = set()
 
     def request(self, method: str, path: str, body: Mapping[str, Any] | None) -> HttpAnswer:
         if method == "GET":
             with self._lock:
                 self.gets[path] += 1
-        return self._inner.request(method, path, body)
+        answer = self._inner.request(method, path, body)
+        status = answer.body.get("status") if isinstance(answer.body, dict) else None
+        if method == "GET" and answer.status == 200 and status not in {None, "PENDING"}:
+            with self._lock:
+                self.final_by_get.add(path)
+        return answer
 
     def close(self) -> None:
         self._inner.close()
@@ -116,6 +122,11 @@ class ClientWaiter:
         gets = self._transport.gets[f"/tasks/{task_id}"]
         view = asdict(self._client.task(task_id))  # read after the fact, not counted
         return Waited(view, had_at, gets)
+
+    def found_final_by_get(self, task_id: str) -> bool:
+        """Did a GET of this worker's find the task final (with push: the fallback, not the
+        push, brought the result)? Ask before any after-the-fact read of the task."""
+        return f"/tasks/{task_id}" in self._transport.final_by_get
 
     def had_token_at(self, task_id: str, timeout: float) -> float | None:
         """When this worker had the task's token in hand (None: unsolvable, or not within

@@ -90,7 +90,7 @@ class InMemoryTaskStore:
             self.writes += 1
             existing = self.tasks.get(task.task_id)
             if existing is not None and existing.submitted_at is not None:
-                if existing.origin is not TaskOrigin.REGISTER:
+                if existing.origin not in {TaskOrigin.REGISTER, TaskOrigin.SMOKE}:
                     return SubmissionOutcome.ALREADY_REGISTERED
                 self._write_pending(task)
                 return SubmissionOutcome.REGISTRATION_REPLACED
@@ -160,6 +160,24 @@ class InMemoryTaskStore:
                 existing, rivals={**existing.rivals, task.nonce: task.owner}, due_at=None
             )
             return RegistrationOutcome.CONTESTED
+
+    def record_smoke_task(self, task: NewTask) -> bool:
+        with self._guarded():
+            self.writes += 1
+            if task.task_id in self.tasks:
+                return False
+            self._write_pending(task)
+            self.tasks[task.task_id] = replace(self.tasks[task.task_id], due_at=None)
+            return True
+
+    def delete_smoke_task(self, task_id: str, owner: str) -> bool:
+        with self._guarded():
+            self.writes += 1
+            task = self.tasks.get(task_id)
+            if task is None or task.origin is not TaskOrigin.SMOKE or task.owner != owner:
+                return False
+            del self.tasks[task_id]
+            return True
 
     def record_pingback_url(self, issued: IssuedPingbackUrl) -> None:
         with self._guarded():
@@ -275,14 +293,21 @@ class InMemoryTaskStore:
                 return PollerLease(False, held_until)
             self.lease.update(holder=holder, until=until)
             samples = self.lease.get("samples", {})
-            return PollerLease(True, until, dict(samples))  # type: ignore[call-overload]
+            busy_at = self.lease.get("busy_at")
+            return PollerLease(True, until, dict(samples), busy_at)  # type: ignore[call-overload,arg-type]
 
     def release_poller_lease(
-        self, holder: str, now: float, solve_samples: dict[str, list[float]]
+        self,
+        holder: str,
+        now: float,
+        solve_samples: dict[str, list[float]],
+        busy_at: float | None = None,
     ) -> None:
         with self._guarded():
             if self.lease.get("holder") == holder:
                 self.lease.update(until=now, samples=solve_samples)
+                if busy_at is not None:
+                    self.lease["busy_at"] = busy_at
 
     def claim_read_through(self, task_id: str, now: float, interval_seconds: float) -> bool:
         with self._guarded():
@@ -322,6 +347,8 @@ class InMemoryTaskStore:
             task_id, owner, now = attempt.task_id, attempt.owner, attempt.now
             task = self.tasks.get(task_id)
             if task is None or (owner is not None and not may_access(task, owner)):
+                return ReportClaim.UNKNOWN_TASK
+            if task.origin is TaskOrigin.SMOKE:
                 return ReportClaim.UNKNOWN_TASK
             if task.solution is None:
                 return ReportClaim.NOT_SOLVED

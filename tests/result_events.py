@@ -19,6 +19,7 @@ def rendered_detail(task_id: str, status: str, solution: str, **changes: str) ->
         "usable_until": "1764532920.25",
         "error": "",
         "owner": OWNER,
+        "origin": "submit",
         "solution": solution,
         **changes,
     }

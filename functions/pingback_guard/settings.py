@@ -275,12 +275,14 @@ class PingbackIssueSettings:
 
 @dataclass(frozen=True)
 class RegisterSettings:
-    """POST /pingback-urls and PUT /tasks/{task_id}: tasks submitted outside the stack."""
+    """POST /pingback-urls and PUT /tasks/{task_id}: tasks submitted outside the stack; and the
+    smoke check's synthetic tasks (/smoke-tasks, the admin principal's only)."""
 
     table: TableSettings
     pingbacks: PingbackIssueSettings
     # res.php: a registered id must be one the provider has handed out.
     provider: ProviderSettings
+    admin_principal_arn: str
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> RegisterSettings:
@@ -289,6 +291,7 @@ class RegisterSettings:
             table=TableSettings.from_env(env),
             pingbacks=PingbackIssueSettings.from_env(env),
             provider=ProviderSettings.from_env(env),
+            admin_principal_arn=admin_principal(env),
         )
 
 

@@ -106,6 +106,10 @@ def summary_text(document: dict[str, Any]) -> str:
         "  token age when a waiting worker (the client) had it: "
         + worker_ages_text(figures.get("token_age_at_worker"))
     )
+    lines.append(
+        "  token age when a pushed worker (the client, WebSocket API) had it: "
+        + pushed_ages_text(figures.get("token_age_at_pushed_worker"))
+    )
     baseline = document.get("baseline")
     if baseline:
         share = baseline["lost"] / max(baseline["solved_at_provider"], 1)
@@ -256,6 +260,14 @@ def worker_ages_text(ages: dict[str, Any] | None) -> str:
         f"p50 {age.get('p50', '-')} s, p95 {age.get('p95', '-')} s over {ages['waited_solved']}"
         f" solved tasks; unusable {ages['unusable']}"
     )
+
+
+def pushed_ages_text(ages: dict[str, Any] | None) -> str:
+    """worker_ages_text, and how many tokens came pushed and how many by a fallback GET."""
+    text = worker_ages_text(ages)
+    if not ages or not ages["waited_solved"]:
+        return text
+    return f"{text}; by push {ages['by_push']}, by GET fallback {ages['by_get_fallback']}"
 
 
 def _failure_lines(explained: dict[str, dict[str, Any]]) -> list[str]:

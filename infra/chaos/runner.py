@@ -42,7 +42,12 @@ from infra.chaos.result_events import (
     wait_for_result_events,
 )
 from infra.chaos.scenario import Scenario
-from infra.chaos.waiting import PATIENCE_SECONDS, WaitingWorkers, token_age_at_worker
+from infra.chaos.waiting import (
+    PATIENCE_SECONDS,
+    WaitingWorkers,
+    token_age_at_pushed_worker,
+    token_age_at_worker,
+)
 from infra.chaos.workload import (
     ForgeryLog,
     SubmitLog,
@@ -186,7 +191,9 @@ class ChaosRun:
         injector = self._alarm_injector(stack, simulator)
         if injector is not None:
             background.append(threading.Thread(target=injector.run, args=(started, self._stop)))
-        self._waiters = WaitingWorkers(info.api_url, info.region, self.scenario.waiting_every)
+        self._waiters = WaitingWorkers(
+            info.api_url, info.region, self.scenario.waiting_every, info.websocket_url
+        )
         workload = [
             self._schedule(
                 submit_via_api(info.api_url, on_accepted=self._waiters.accepted), submits, started
@@ -409,6 +416,9 @@ class ChaosRun:
                 "unanswered_submits": unanswered_submits(truth, items, submits.accepted),
                 "throughput": throughput(truth, submits.first_at, submits.last_at),
                 "token_age_at_worker": token_age_at_worker(truth, self._waiters.had_at),
+                "token_age_at_pushed_worker": token_age_at_pushed_worker(
+                    truth, self._waiters.pushed_had_at, self._waiters.pushed_by_get
+                ),
                 "by_kind": figures_by_kind(
                     truth, judged.lost, judged.wrong_code, self._waiters.had_at
                 ),

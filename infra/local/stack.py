@@ -4,6 +4,7 @@ with LocalStack(LocalOptions(template=Path("template.yaml"))) as stack:
     stack.ready.signed_session().get(stack.ready.api_url + "/tasks/abc")
 """
 
+import functools
 import logging
 import os
 import tempfile
@@ -21,7 +22,7 @@ from infra.local.apigateway.websocket_api import LocalWebSocketApi, websocket_ap
 from infra.local.cloudformation.deploy import DeployedStack, deploy_stack
 from infra.local.cloudformation.template import SamTemplate
 from infra.local.cloudwatch.alarm_runtime import LocalCloudWatch
-from infra.local.events.event_bus import LocalEventBus
+from infra.local.events.event_bus import LocalEventBus, RunTimeRules
 from infra.local.events.event_sources import pipe_specs, rule_specs
 from infra.local.events.scheduler import ScheduleRunner
 from infra.local.lambda_.functions import FunctionSpec, function_specs
@@ -228,6 +229,12 @@ class LocalStack(Service):
         """Disable every schedule (the poller is then never invoked) or enable them again."""
         assert self._schedules is not None
         self._schedules.set_enabled(enabled)
+
+    def set_pipes(self, running: bool) -> None:
+        """StopPipe on every pipe (the state Pipes leaves one in after persistent errors: no
+        event published, no metric) or StartPipe: each resumes where it stopped."""
+        for pipe in self._event_pipes:
+            pipe.set_running(running)
 
     def alarms(self) -> dict[str, Any]:
         """Alarm states, definitions (logical id, period) and every state change so far."""
@@ -462,14 +469,19 @@ class LocalStack(Service):
             self.invoke,
             region=endpoint.region,
             workers=max(map(self._workers, targets), default=options.workers_per_function),
+            run_time_rules=RunTimeRules(endpoint.client, (rule.name for rule in rules)),
         )
         self._event_bus.start()
+        cloudwatch = self._cloudwatch
         for spec in pipe_specs(stack):
             pipe = StreamPipe(
                 spec,
                 new_client=endpoint.client,
                 put_events=self._event_bus.put_events,
                 duplicate_rate=options.event_duplicate_rate,
+                on_execution=None
+                if cloudwatch is None
+                else functools.partial(cloudwatch.record_pipe_execution, spec.name),
             )
             pipe.start()
             self._event_pipes.append(pipe)

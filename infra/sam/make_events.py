@@ -342,6 +342,24 @@ def register_task(raw: Event) -> Event:
     return on_task(raw, SAMPLE_TASK_ID, method="PUT", body=body, request_id="ReGiStEr0001Aw=")
 
 
+def create_smoke_task(raw: Event) -> Event:
+    """`pingback-guard smoke`'s synthetic task (AdminPrincipalArn only: 403 for anyone else)."""
+    return worker_request(
+        raw, method="POST", raw_path="/smoke-tasks", body=b"{}", request_id="SmOkEnEw0001Aw="
+    )
+
+
+def delete_smoke_task(raw: Event) -> Event:
+    return worker_request(
+        raw,
+        method="DELETE",
+        route_path="/smoke-tasks/{task_id}",
+        raw_path=f"/smoke-tasks/{SMOKE_SAMPLE_TASK_ID}",
+        path_parameters={"task_id": SMOKE_SAMPLE_TASK_ID},
+        request_id="SmOkEdEl0001Aw=",
+    )
+
+
 def report_task(raw: Event, task_id: str) -> Event:
     body = json.dumps({"correct": False}).encode()
     return on_task(
@@ -349,6 +367,8 @@ def report_task(raw: Event, task_id: str) -> Event:
     )
 
 
+# The shape of a smoke task id (logic/smoke.py): 20 digits starting with 9.
+SMOKE_SAMPLE_TASK_ID = "90000000000000000001"
 # A made-up per-worker key (pingback-guard keys issue prints real ones): 32 hex characters.
 SAMPLE_WORKER_KEY = "0123456789abcdef0123456789abcdef"
 SAMPLE_2CAPTCHA_SUBMIT = {
@@ -449,6 +469,8 @@ def build(
         invoke_dir / "issue_pingback_url.json": issue_pingback_url(http),
         invoke_dir / "register_task.json": register_task(http),
         invoke_dir / "report_task.json": report_task(http, sample.solved_id),
+        invoke_dir / "create_smoke_task.json": create_smoke_task(http),
+        invoke_dir / "delete_smoke_task.json": delete_smoke_task(http),
         invoke_dir / "in_php_post_form.json": two_captcha_call(
             http,
             method="POST",

@@ -26,6 +26,7 @@ def task(n: int, age: float | None, usable: bool = True, gets: int = 10) -> Task
         bounds_hold=age is not None,
         gets=gets,
         after_callback=None if age is None else age / 2,
+        solve_seconds=30.0 - n,
     )
 
 
@@ -115,3 +116,8 @@ def test_outcome_judges_the_targets_on_the_defaults() -> None:
     assert verdicts["no pingback lost: extra res.php requests per task, push / paced / 1 s"] is True
     assert verdicts["tokens GET called usable that were not (all phases)"] is True
     assert "push/lost" in outcome.data["phases"]
+    # The tail, with when each of its tasks was solved
+    assert (
+        "Every pingback lost, the pushed worker's oldest tokens: 9.0 s (solved 29.0 s after"
+        " submit), 5.0 s (solved 30.0 s after submit)." in outcome.details
+    )

@@ -44,6 +44,8 @@ def test_ci_chaos_run_loses_nothing_and_stores_every_result_once(tmp_path: Path)
     at_worker = result.figures["token_age_at_worker"]
     assert at_worker["waited_solved"] >= 10 and at_worker["age_seconds"]["count"] > 0
     assert result.baseline["token_age_at_worker"]["waited_solved"] > 0
+    pushed = result.figures["token_age_at_pushed_worker"]
+    assert pushed["waited_solved"] >= 10 and pushed["by_push"] > 0
     events = result.result_events
     assert events is not None and events["passed"], events
     assert events["events_published"] > events["published_results"] >= events["final_results"]

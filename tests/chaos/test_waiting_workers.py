@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from infra.chaos.report import worker_ages_text
-from infra.chaos.waiting import token_age_at_worker
+from infra.chaos.report import pushed_ages_text, worker_ages_text
+from infra.chaos.waiting import token_age_at_pushed_worker, token_age_at_worker
 
 TRUTH = [
     {"id": 1, "outcome": "solved", "finished_at": 100.0},
@@ -28,3 +28,21 @@ def test_ages_count_from_the_provider_finishing_and_late_or_missing_tokens_are_u
 
 def test_no_waited_task_says_so() -> None:
     assert worker_ages_text(token_age_at_worker(TRUTH, {})) == "no task waited for"
+
+
+def test_pushed_workers_ages_say_how_many_tokens_came_pushed_and_how_many_by_a_fallback_get() -> (
+    None
+):
+    # Given pushed workers had 1 (pushed) after 1 s, 2 (a fallback GET found it) after 9 s,
+    # never had 3, and 4 was unsolvable
+    had_at = {"1": 101.0, "2": 109.0, "3": None, "4": None}
+
+    ages = token_age_at_pushed_worker(TRUTH, had_at, by_get={"2"})
+
+    assert ages["age_seconds"]["count"] == 2 and ages["age_seconds"]["max"] == 9.0
+    assert (ages["by_push"], ages["by_get_fallback"], ages["unusable"]) == (1, 1, 1)
+    assert pushed_ages_text(ages).endswith("unusable 1; by push 1, by GET fallback 1")
+
+
+def test_no_pushed_worker_says_so() -> None:
+    assert pushed_ages_text(None) == "no task waited for"

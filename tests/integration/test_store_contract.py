@@ -290,14 +290,20 @@ def test_next_due_at_is_the_earliest_pending_due_time_in_the_window(store: TaskS
 
 def test_one_poller_lease_at_a_time_and_what_it_learned_survives(store: TaskStore) -> None:
     first = store.acquire_poller_lease("a", now=1000.0, until=1060.0)
-    assert first.acquired and first.solve_samples == {}
+    assert first.acquired and first.solve_samples == {} and first.busy_at is None
     second = store.acquire_poller_lease("b", now=1010.0, until=1070.0)
     assert (second.acquired, second.held_until) == (False, 1060.0)
     store.release_poller_lease("b", now=1011.0, solve_samples={"hcaptcha": [1.0]})  # not its own
     assert not store.acquire_poller_lease("b", now=1012.0, until=1070.0).acquired
-    store.release_poller_lease("a", now=1020.0, solve_samples={"userrecaptcha": [12.5, 30.0]})
+    store.release_poller_lease(
+        "a", now=1020.0, solve_samples={"userrecaptcha": [12.5, 30.0]}, busy_at=1015.0
+    )
     third = store.acquire_poller_lease("b", now=1021.0, until=1080.0)
     assert third.acquired and third.solve_samples == {"userrecaptcha": [12.5, 30.0]}
+    assert third.busy_at == 1015.0  # when the last holder had a task to check
+    # An idle holder's release keeps the last busy moment.
+    store.release_poller_lease("b", now=1030.0, solve_samples={})
+    assert store.acquire_poller_lease("c", now=1031.0, until=1090.0).busy_at == 1015.0
 
 
 def test_an_abandoned_lease_ends_by_itself(store: TaskStore) -> None:
@@ -598,3 +604,76 @@ def test_a_pingback_url_registers_one_id_for_its_principal_in_its_window(
     assert store.claim_pingback_url(never, OWNER, "148", 1001.0) is PingbackUrlClaim.REFUSED
     # A registered URL keeps no provisional result under another id.
     assert store.record_result(solved("149", nonce=nonce)) is StoreOutcome.REJECTED
+
+
+def smoke_task(task_id: str, owner: str = OWNER, at: float = 1000.0) -> NewTask:
+    return NewTask(
+        task_id, REQUEST, at, at, nonce=nonce_for(task_id), owner=owner, origin=TaskOrigin.SMOKE
+    )
+
+
+def test_a_smoke_task_is_pending_never_due_and_decided_by_its_own_pingback(
+    store: TaskStore,
+) -> None:
+    assert store.record_smoke_task(smoke_task("90000000000000000001")) is True
+    task = store.get("90000000000000000001")
+    assert task is not None
+    assert (task.status, task.origin, task.owner, task.due_at) == (
+        TaskStatus.PENDING,
+        TaskOrigin.SMOKE,
+        OWNER,
+        None,
+    )
+    assert store.due_tasks(now=10**10, limit=10) == []
+    assert store.record_result(solved("90000000000000000001", nonce="forged")) is (
+        StoreOutcome.REJECTED
+    )
+    assert store.record_result(solved("90000000000000000001")) is StoreOutcome.STORED
+
+
+def test_a_smoke_task_takes_only_an_id_nothing_holds(store: TaskStore) -> None:
+    submit(store, "90000000000000000002")
+    assert store.record_smoke_task(smoke_task("90000000000000000002")) is False
+    task = store.get("90000000000000000002")
+    assert task is not None and task.origin is TaskOrigin.SUBMIT
+    assert store.record_result(solved("90000000000000000003")) is StoreOutcome.STORED_UNREGISTERED
+    assert store.record_smoke_task(smoke_task("90000000000000000003")) is False
+
+
+def test_only_its_owner_deletes_a_smoke_task_and_nothing_else_is_deleted(
+    store: TaskStore,
+) -> None:
+    store.record_smoke_task(smoke_task("90000000000000000004"))
+    submit(store, "104")
+    assert store.delete_smoke_task("90000000000000000004", "arn:aws:iam::123456789012:user/x") is (
+        False
+    )
+    assert store.delete_smoke_task("104", OWNER) is False
+    assert store.get("104") is not None
+    store.record_result(solved("90000000000000000004"))
+    assert store.delete_smoke_task("90000000000000000004", OWNER) is True
+    assert store.get("90000000000000000004") is None
+    assert store.delete_smoke_task("90000000000000000004", OWNER) is False
+
+
+def test_a_smoke_task_is_never_reported_and_a_submit_replaces_it(store: TaskStore) -> None:
+    store.record_smoke_task(smoke_task("90000000000000000005"))
+    store.record_result(solved("90000000000000000005", at=1030.0))
+    claim = store.claim_report(report("90000000000000000005", ReportVerdict.GOOD, 1040.0, 900.0))
+    assert claim is ReportClaim.UNKNOWN_TASK
+    assert submit(store, "90000000000000000005") is SubmissionOutcome.REGISTRATION_REPLACED
+    task = store.get("90000000000000000005")
+    assert task is not None
+    assert (task.origin, task.status, task.solution) == (
+        TaskOrigin.SUBMIT,
+        TaskStatus.PENDING,
+        None,
+    )
+
+
+def test_a_smoke_task_lives_one_retention_window(dynamo_store: Any, dynamodb: Any) -> None:
+    dynamo_store.record_smoke_task(smoke_task("90000000000000000006", at=1000.0))
+    raw = dynamodb.get_item(
+        TableName="pingback-guard-tasks-test", Key={"task_id": {"S": "90000000000000000006"}}
+    )
+    assert int(raw["Item"]["expires_at"]["N"]) == 1000 + 600

@@ -273,6 +273,52 @@ def test_metric_math_without_fill_is_missing_where_an_operand_is() -> None:
     assert datapoints(definition, store, Window(0.0, 60.0, 0, 2)) == {0: 75.0}
 
 
+def undelivered_alarm(expression: str) -> dict[str, Any]:
+    """Results stored (metric N/stored) while nothing was published (N/published): 1, else 0."""
+    return {
+        "Metrics": [
+            {"Id": "undelivered", "Expression": expression},
+            *summed_inputs({"stored": "stored", "published": "published"}),
+        ],
+        "EvaluationPeriods": 4,
+        "Threshold": 1,
+        "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+        "TreatMissingData": "breaching",
+    }
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "IF(FILL(stored, 0) > 0 AND FILL(published, 0) <= 0, 1, 0)",
+        "IF(FILL(stored, 0) > 0 && FILL(published, 0) == 0, 1, 0)",
+    ],
+)
+def test_metric_math_if_with_comparisons_and_and(expression: str) -> None:
+    definition = alarm_definition("u", "U", undelivered_alarm(expression))
+    # Buckets: stored and published / stored, nothing published / quiet / published only.
+    store = stored_in_n(
+        ("stored", 10.0, 2.0), ("published", 20.0, 2.0), ("stored", 70.0, 1.0),
+        ("published", 190.0, 1.0),
+    )  # fmt: skip
+    assert datapoints(definition, store, Window(0.0, 60.0, 0, 4)) == {
+        0: 0.0,
+        1: 1.0,
+        2: 0.0,
+        3: 0.0,
+    }
+
+
+def test_metric_math_logic_is_missing_where_an_operand_is_and_if_may_drop_a_bucket() -> None:
+    window = Window(0.0, 60.0, 0, 3)
+    store = stored_in_n(("stored", 10.0, 2.0), ("published", 10.0, 1.0), ("stored", 70.0, 1.0))
+    both = alarm_definition("b", "B", undelivered_alarm("stored > 0 OR published > 0"))
+    assert datapoints(both, store, window) == {0: 1.0}
+    # IF without a false value has no datapoint where its condition is false.
+    only_true = alarm_definition("t", "T", undelivered_alarm("IF(FILL(published, 0) == 0, 5)"))
+    assert datapoints(only_true, store, window) == {1: 5.0, 2: 5.0}
+
+
 def test_unsupported_alarms_are_refused_not_guessed() -> None:
     with pytest.raises(UnsupportedAlarm):
         alarm_definition("a", "A", _alarm(ComparisonOperator="LessThanLowerThreshold"))

@@ -77,6 +77,7 @@ def test_every_final_transition_is_published_and_applied_exactly_once(stack: Loc
         status="PENDING",
         owner=OWNER,
         nonce="bm9uY2U",
+        origin="submit",
         token_lifetime_seconds=120.0,
         submitted_at=990.0,
     )
@@ -124,6 +125,7 @@ def test_every_final_transition_is_published_and_applied_exactly_once(stack: Loc
         "usable_until": "1120.5",
         "error": "",
         "owner": OWNER,
+        "origin": "submit",
         "solution": TOKEN,
     }
     late = next(d for d in details if d["task_id"] == "5002" and d["status"] == "SOLVED")

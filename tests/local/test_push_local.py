@@ -14,6 +14,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
+from infra.client_worker import ClientWaiter, WaitMode
 from infra.local import LocalStack
 from infra.local.apigateway.signing import credentials_of, local_signed_session
 from infra.local.runtime.aws import OTHER_WORKER, WORKER, LocalPrincipal
@@ -151,3 +152,22 @@ def test_connect_needs_a_valid_signature(stack: LocalStack) -> None:
     with pytest.raises(InvalidStatus) as refused:
         connect(url, additional_headers={"Authorization": "AWS4-HMAC-SHA256 forged"})
     assert refused.value.response.status_code == 403
+
+
+@pytest.mark.parametrize("push_up", [True, False], ids=["pushed", "fallback"])
+def test_the_harness_worker_tells_a_pushed_result_from_one_a_fallback_get_found(
+    stack: LocalStack, push_up: bool
+) -> None:
+    """What the chaos run's pushed-worker line counts (infra/chaos/waiting.py)."""
+    stack.set_websocket_apis(push_up)
+    waiter = ClientWaiter(
+        stack.ready.api_url, stack.ready.region, WaitMode.PUSH, stack.ready.websocket_url
+    )
+    try:
+        task_id = waiter.submit(
+            {"method": "userrecaptcha", "sitekey": SITEKEY, "page_url": PAGE_URL}
+        )
+        assert waiter.had_token_at(task_id, timeout=60) is not None
+        assert waiter.found_final_by_get(task_id) is not push_up
+    finally:
+        waiter.close()

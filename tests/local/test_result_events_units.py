@@ -13,7 +13,12 @@ import pytest
 
 from infra.local.cloudformation.intrinsics import NoResources, Resolver
 from infra.local.cloudformation.local_resources import EventBus, EventRule, LocalResourceContext
-from infra.local.events.event_bus import BusEntry, LocalEventBus
+from infra.local.events.event_bus import (
+    BusEntry,
+    LocalEventBus,
+    RunTimeRules,
+    lets_eventbridge_send,
+)
 from infra.local.events.event_patterns import PatternError, matches, parse_pattern
 from infra.local.events.event_sources import PipeSpec, RuleSpec
 from infra.local.lambda_.pool import Invocation
@@ -84,6 +89,7 @@ SOLVED = image(
     usable_until=1764532920.25,
     owner=OWNER,
     nonce="bm9uY2U",
+    origin="submit",
 )
 EXPIRED = image(
     task_id="4242",
@@ -313,6 +319,7 @@ def test_the_bus_delivers_matching_events_and_retries_failed_invocations(bus_wit
         "put": 4,
         "deliveries": 1,
         "invocations": 3,
+        "sent_to_queues": 0,
         "retried": 2,
         "dropped": 0,
     }
@@ -328,6 +335,96 @@ def test_the_bus_drops_an_event_after_lambdas_async_retries(bus_with: Any) -> No
     wait_until(lambda: bus.backlog() == 0, timeout=10)
     assert len(target.events) == 3
     assert bus.stats.to_json()["dropped"] == 1
+
+
+QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:smoke-queue"
+RULE_ARN = "arn:aws:events:us-east-1:123456789012:rule/results/smoke-rule"
+
+
+def queue_policy(
+    principal: object = None, source_arn: str | None = RULE_ARN, action: str = "sqs:SendMessage"
+) -> str:
+    statement: dict[str, Any] = {
+        "Effect": "Allow",
+        "Principal": principal or {"Service": "events.amazonaws.com"},
+        "Action": action,
+        "Resource": QUEUE_ARN,
+    }
+    if source_arn is not None:
+        statement["Condition"] = {"ArnEquals": {"aws:SourceArn": source_arn}}
+    return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
+
+
+@pytest.mark.parametrize(
+    ("policy", "allowed"),
+    [
+        (queue_policy(), True),
+        (queue_policy(source_arn=None), True),
+        (queue_policy(action="sqs:*"), True),
+        (None, False),
+        (queue_policy(source_arn=RULE_ARN.replace("smoke-rule", "other-rule")), False),
+        (queue_policy(principal={"Service": "sns.amazonaws.com"}), False),
+        (queue_policy(principal={"AWS": "*"}), False),
+        (queue_policy(action="sqs:ReceiveMessage"), False),
+    ],
+)
+def test_a_queue_gets_events_only_when_its_policy_lets_eventbridge_send_for_the_rule(
+    policy: str | None, allowed: bool
+) -> None:
+    assert lets_eventbridge_send(policy, QUEUE_ARN, RULE_ARN) is allowed
+
+
+def test_a_rule_made_at_run_time_delivers_to_its_queue_when_the_policy_allows(
+    moto_endpoint: AwsEndpoint, bus_with: Any
+) -> None:
+    """Given two rules made after the start on moto, each with a queue, one queue letting
+    EventBridge send for its rule and one without a policy, and a template rule; when a matching
+    event is put: the template's function target and the allowed queue get it, the other is
+    dropped, and an event on another bus reaches neither queue."""
+    events, sqs = moto_endpoint.client("events"), moto_endpoint.client("sqs")
+    bus_name = f"results-{uuid.uuid4().hex[:6]}"
+    events.create_event_bus(Name=bus_name)
+    queues = {}
+    for name in ("allowed", "no-policy"):
+        url = sqs.create_queue(QueueName=f"{bus_name}-{name}")["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+        rule_arn = events.put_rule(
+            Name=f"{bus_name}-{name}",
+            EventBusName=bus_name,
+            EventPattern=json.dumps({"source": ["pingback-guard"]}),
+        )["RuleArn"]
+        events.put_targets(
+            Rule=f"{bus_name}-{name}", EventBusName=bus_name, Targets=[{"Id": "q", "Arn": arn}]
+        )
+        queues[name] = url
+        if name == "allowed":
+            policy = json.loads(queue_policy(source_arn=rule_arn))
+            policy["Statement"][0]["Resource"] = arn
+            sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": json.dumps(policy)})
+    target = FlakyTarget(failures=0)
+    bus = LocalEventBus(
+        [rule(bus_name)],
+        target,
+        region="us-east-1",
+        retry_delays=(0.05, 0.1),
+        run_time_rules=RunTimeRules(moto_endpoint.client, ["consumer-rule"]),
+    )
+    bus.start()
+    try:
+        (event_id,) = bus.put_events([entry("SOLVED", bus=bus_name)])
+        bus.put_events([entry("SOLVED", bus="another-bus")])
+        wait_until(lambda: bus.backlog() == 0, timeout=10)
+    finally:
+        bus.stop(2.0)
+
+    received = sqs.receive_message(QueueUrl=queues["allowed"], MaxNumberOfMessages=10)
+    assert [json.loads(m["Body"])["id"] for m in received["Messages"]] == [event_id]
+    assert [event["id"] for event in target.events] == [event_id]
+    stats = bus.stats.to_json()
+    assert (stats["sent_to_queues"], stats["dropped"], stats["deliveries"]) == (1, 1, 3)
+    assert "Messages" not in sqs.receive_message(QueueUrl=queues["no-policy"])
 
 
 # ---------------------------------------------------------------- pipe on a moto stream

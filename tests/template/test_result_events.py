@@ -115,6 +115,7 @@ def test_the_example_consumer_exists_only_on_request_with_its_own_tables(
     assert rule["Properties"]["Pattern"] == {
         "source": ["pingback-guard"],
         "detail-type": ["Task Result"],
+        "detail": {"origin": [{"anything-but": "smoke"}]},
     }
     resources_granted = {
         str(statement["Sid"]): statement["Resource"]
@@ -181,3 +182,57 @@ def test_the_bus_takes_an_optional_customer_managed_key(
             {"Ref": "AWS::NoValue"},
         ]
     }
+
+
+def test_a_stopped_pipe_is_alarmed_by_what_should_flow_through_it(
+    resources: dict[str, Any],
+) -> None:
+    """Pipes turns a pipe off after persistent errors and its metrics go silent: the alarm
+    compares the tokens the functions stored with the pipe's completed executions."""
+    from pingback_guard.domain.task import DeliveryPath
+
+    properties = of_type(resources, "AWS::CloudWatch::Alarm")["ResultEventsPipeStoppedAlarm"][
+        "Properties"
+    ]
+    queries = {query["Id"]: query for query in properties["Metrics"]}
+    (returned,) = [query for query in properties["Metrics"] if query.get("ReturnData", True)]
+    assert returned["Expression"] == "IF(stored > 0 AND published <= 0, 1, 0)"
+    assert (properties["Threshold"], properties["ComparisonOperator"]) == (
+        1,
+        "GreaterThanOrEqualToThreshold",
+    )
+    # Silence is never health; one stray period (a result stored as a period ends) is no alarm.
+    assert properties["TreatMissingData"] == "breaching"
+    assert (properties["EvaluationPeriods"], properties["DatapointsToAlarm"]) == (3, 2)
+    # Stored: a new token on every delivery path, each FILLed (a quiet path reads 0).
+    stored_paths = {
+        dimension["Value"]
+        for query in queries.values()
+        if "MetricStat" in query
+        and query["MetricStat"]["Metric"]["MetricName"] == "TokenAgeAtDelivery"
+        for dimension in query["MetricStat"]["Metric"]["Dimensions"]
+        if dimension["Name"] == "delivery_path"
+    }
+    assert stored_paths == {path.value for path in DeliveryPath}
+    stored_ids = [
+        name
+        for name, query in queries.items()
+        if "MetricStat" in query
+        and query["MetricStat"]["Metric"]["MetricName"] == "TokenAgeAtDelivery"
+    ]
+    assert all(f"FILL({name}, 0)" in queries["stored"]["Expression"] for name in stored_ids)
+    assert {queries[name]["MetricStat"]["Stat"] for name in stored_ids} == {"SampleCount"}
+    # Published: the pipe's executions less its failed ones, the dead pipe's silence read as 0.
+    assert queries["published"]["Expression"] == "FILL(executions, 0) - FILL(failed, 0)"
+    pipe = {"Name": "PipeName", "Value": {"Ref": "ResultEventsPipe"}}
+    for name, metric in (("executions", "Invocations"), ("failed", "ExecutionFailed")):
+        stat = queries[name]["MetricStat"]
+        assert stat["Metric"] == {
+            "Namespace": "AWS/EventBridge/Pipes",
+            "MetricName": metric,
+            "Dimensions": [pipe],
+        }
+        assert stat["Stat"] == "Sum"
+    assert {
+        query["MetricStat"]["Period"] for query in queries.values() if "MetricStat" in query
+    } == {300}

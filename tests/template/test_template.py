@@ -61,6 +61,7 @@ FUNCTION_ENV = {
         "EXPECTED_SOLVE_SECONDS",
         "PROVIDER_BASE_URL",
         "PROVIDER_API_KEY_PARAMETER",
+        "ADMIN_PRINCIPAL_ARN",
     },
     "ReportFunction": {
         "PROVIDER_BASE_URL",
@@ -127,6 +128,7 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
     # No queue: a worker whose registration gets a 503 retries it (registration is idempotent).
     "RegisterFunction": {
         "dynamodb:UpdateItem": {TABLE},
+        "dynamodb:DeleteItem": {TABLE},
         "secretsmanager:GetSecretValue": {"CallbackSecret"},
         "ssm:GetParameter": {"ProviderApiKeyParameterName"},
     },
@@ -393,7 +395,15 @@ def test_access_log_never_records_the_path(resources: dict[str, Any]) -> None:
     [
         ("SubmitFunction", {("POST", "/tasks")}),
         ("GetTaskFunction", {("GET", "/tasks/{task_id}")}),
-        ("RegisterFunction", {("POST", "/pingback-urls"), ("PUT", "/tasks/{task_id}")}),
+        (
+            "RegisterFunction",
+            {
+                ("POST", "/pingback-urls"),
+                ("PUT", "/tasks/{task_id}"),
+                ("POST", "/smoke-tasks"),
+                ("DELETE", "/smoke-tasks/{task_id}"),
+            },
+        ),
         ("ReportFunction", {("POST", "/tasks/{task_id}/report")}),
     ],
 )
@@ -453,6 +463,8 @@ def test_translated_api_secures_only_the_task_routes(translated: dict[str, Any])
     assert security[("GET", "/tasks/{task_id}")] == [{"AWS_IAM": []}]
     assert security[("PUT", "/tasks/{task_id}")] == [{"AWS_IAM": []}]
     assert security[("POST", "/pingback-urls")] == [{"AWS_IAM": []}]
+    assert security[("POST", "/smoke-tasks")] == [{"AWS_IAM": []}]
+    assert security[("DELETE", "/smoke-tasks/{task_id}")] == [{"AWS_IAM": []}]
     assert security[("POST", "/tasks/{task_id}/report")] == [{"AWS_IAM": []}]
     for route in (("GET", "/callback/{secret}"), ("POST", "/callback/{secret}")):
         assert security[route] is None
@@ -685,6 +697,9 @@ def test_callback_secret_is_generated_with_current_and_previous(
 # ------------------------------------------------------------------ alerting
 
 
+SILENCE_IS_FAILURE = {"PollerNotRunningAlarm", "ResultEventsPipeStoppedAlarm"}
+
+
 def alarms(resources: dict[str, Any]) -> dict[str, Any]:
     return of_type(resources, "AWS::CloudWatch::Alarm")
 
@@ -707,8 +722,8 @@ def test_every_alarm_notifies_the_topic_both_ways(resources: dict[str, Any]) -> 
         properties = alarm["Properties"]
         assert properties["AlarmActions"] == [{"Ref": "AlarmTopic"}], name
         assert properties["OKActions"] == [{"Ref": "AlarmTopic"}], name
-        # Only a metric that goes silent when the failure happens treats missing as breaching.
-        expected = "breaching" if name == "PollerNotRunningAlarm" else "notBreaching"
+        # Only an alarm whose metrics go silent in its failure treats missing as breaching.
+        expected = "breaching" if name in SILENCE_IS_FAILURE else "notBreaching"
         assert properties["TreatMissingData"] == expected, name
         assert sub_text(properties["AlarmName"]).startswith("${AWS::StackName}-"), name
 

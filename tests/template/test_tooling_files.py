@@ -180,6 +180,8 @@ def test_invoke_events_match_the_template_routes(resources: dict[str, Any]) -> N
         "POST /pingback-urls",
         "PUT /tasks/{task_id}",
         "POST /tasks/{task_id}/report",
+        "POST /smoke-tasks",
+        "DELETE /smoke-tasks/{task_id}",
     }
     seen = set()
     for path in sorted((ROOT / "events").glob("*.json")):

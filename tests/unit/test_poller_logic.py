@@ -19,13 +19,15 @@ from pingback_guard.domain.task import (
     TaskStatus,
 )
 from pingback_guard.logic.poll_schedule import (
+    KEEP_SWEEPING_AFTER_WORK_SECONDS,
     MAX_CHECKS_PER_TASK,
     RIDING_CHECKS,
     CheckSchedule,
     PollPolicy,
     SolveTimes,
+    first_poll_delay,
 )
-from pingback_guard.logic.poller import PollerService
+from pingback_guard.logic.poller import PollerService, SweepReport
 from tests.fakes import (
     RECAPTCHA_REQUEST,
     UNIT_POLL_POLICY,
@@ -36,6 +38,8 @@ from tests.fakes import (
 
 TOKEN = "03AFcWeA5" + "p" * 800
 SUBMITTED = 1000.0
+# 2captcha blocks keys asking more than this many times about one CAPTCHA.
+PROVIDER_MAX_CHECKS = 20
 # The template's defaults: 2captcha's 5 s between checks of a task, gaps capped at a minute.
 DEFAULT_GAPS_POLICY = dataclasses.replace(
     UNIT_POLL_POLICY, backoff_base_seconds=5, backoff_max_seconds=60
@@ -102,14 +106,52 @@ def test_not_ready_gaps_grow_with_the_task_age_and_checks_stay_few(
             break
         assert task.due_at - now >= 5  # 2captcha: no more often than every 5 s per task
         now = task.due_at
-    # Young: every 5 s from the likely-ready time for RIDING_CHECKS checks, then growing gaps.
+    # Young: every 5 s from the first check for RIDING_CHECKS checks, then growing gaps.
     young = [20 + 5 * n for n in range(RIDING_CHECKS + 1)]
     assert checks[: len(young)] == pytest.approx(young)
     after = checks[len(young) - 1 : len(young) + 2]
     assert after[1] - after[0] == pytest.approx(0.4 * after[0])
     assert after[2] - after[1] == pytest.approx(0.4 * after[1])
-    assert len(checks) <= MAX_CHECKS_PER_TASK + 1
+    assert len(checks) <= MAX_CHECKS_PER_TASK + 1 <= PROVIDER_MAX_CHECKS
     assert checks[-1] == 600  # one last look at expiry, then EXPIRED
+
+
+def test_the_first_check_comes_early_half_the_expected_solve_time_until_learned() -> None:
+    # Given nothing learned yet, expected solve time 40 s
+    solve_times = SolveTimes(default_seconds=40)
+    # Then the poller first looks at 20 s, a worker is told to look at 40 s
+    assert (solve_times.first_check("turnstile"), solve_times.likely_ready("turnstile")) == (20, 40)
+    # and never before 2captcha allows (reCAPTCHA: 15 s, then images: 5 s)
+    assert SolveTimes(default_seconds=20).first_check("userrecaptcha") == 15
+    assert solve_times.first_check("base64") == 5
+
+
+def test_once_learned_the_first_check_is_the_tenth_percentile_of_solve_times() -> None:
+    # Given 100 learned solve times 11, 12, ... 110 s
+    solve_times = SolveTimes(default_seconds=25)
+    for seconds in range(11, 111):
+        solve_times.observe("turnstile", seconds)
+    # Then the first check comes at the 10th of them, the worker's first look at the median
+    assert (solve_times.first_check("turnstile"), solve_times.likely_ready("turnstile")) == (20, 60)
+
+
+def test_a_lost_pingbacks_token_solved_early_is_found_at_the_early_first_check(
+    store: InMemoryTaskStore,
+) -> None:
+    """Given reCAPTCHA expected in 25 s and a task the provider solved 9 s after submit, whose
+    pingback never comes, when the poller sweeps every 5 s, then it finds the token at 15 s
+    (2captcha's earliest), not at the likely-ready 25 s: 6 s old rather than 16 s."""
+    first_check = first_poll_delay("userrecaptcha", 25, callback_timeout_seconds=120)
+    pending(store, "1", first_poll=SUBMITTED + first_check)
+    provider = FakeProvider()
+    service = PollerService(store, provider, DEFAULT_GAPS_POLICY, SolveTimes(default_seconds=25))
+    for age in range(0, 30, 5):
+        if age >= 9:
+            provider.answers["1"] = TOKEN
+        service.sweep(now=SUBMITTED + age, remaining_seconds=plenty)
+    task = store.get("1")
+    assert task is not None and task.received_at == SUBMITTED + 15
+    assert provider.requests == [["1"]]
 
 
 def test_a_not_ready_answer_is_recorded_as_the_last_check(store: InMemoryTaskStore) -> None:
@@ -462,13 +504,11 @@ def test_an_idle_invocation_ends_after_one_sweep(store: InMemoryTaskStore) -> No
     assert report.sweeps == 1 and len(moments) == 1
 
 
-def test_a_task_submitted_after_the_work_is_done_is_checked_in_the_same_invocation(
-    store: InMemoryTaskStore,
-) -> None:
-    """Given an invocation whose only task is recovered at once, when a task is submitted
-    20 s later, then it is checked when it comes due, before the invocation ends."""
-    pending(store, "1", first_poll=SUBMITTED + 20)
-    provider = FakeProvider(answers={"1": TOKEN, "2": TOKEN})
+def _run_with_a_task_submitted_at_40(
+    store: InMemoryTaskStore, provider: FakeProvider
+) -> tuple[list[float], SweepReport]:
+    """An invocation of 50 s from SUBMITTED + 20, sweeping every 5 s; task 2 is submitted at
+    SUBMITTED + 40, first due 15 s later."""
     policy = dataclasses.replace(UNIT_POLL_POLICY, run_seconds=50, sweep_interval_seconds=5)
 
     def submit_at_40(now: float) -> None:
@@ -476,7 +516,47 @@ def test_a_task_submitted_after_the_work_is_done_is_checked_in_the_same_invocati
             store.record_submission(NewTask("2", RECAPTCHA_REQUEST, SUBMITTED + 40, SUBMITTED + 55))
 
     service, moments = _clocked(store, provider, policy, meanwhile=submit_at_40)
-    report = service.run(remaining_seconds=lambda: 60 - (moments[-1] - moments[0]))
+    return moments, service.run(remaining_seconds=lambda: 60 - (moments[-1] - moments[0]))
+
+
+def _last_work(store: InMemoryTaskStore, busy_at: float) -> None:
+    """An earlier invocation that had a task to check at ``busy_at``."""
+    store.acquire_poller_lease("earlier", now=busy_at, until=busy_at + 1)
+    store.release_poller_lease("earlier", now=busy_at, solve_samples={}, busy_at=busy_at)
+
+
+def test_an_idle_invocation_sweeps_on_while_the_stack_had_work_within_ten_minutes(
+    store: InMemoryTaskStore,
+) -> None:
+    """Given the stack last had a task to check 9 minutes ago, when an idle invocation runs and
+    a task is submitted 20 s into it, then that task is checked when due in this invocation, not
+    at the next scheduled one."""
+    _last_work(store, SUBMITTED + 20 - (KEEP_SWEEPING_AFTER_WORK_SECONDS - 60))
+    provider = FakeProvider(answers={"2": TOKEN})
+    moments, report = _run_with_a_task_submitted_at_40(store, provider)
+    assert provider.requests == [["2"]] and report.recovered == 1
+    # and the lease keeps that this invocation had work (from the sweep at 55 s on)
+    assert SUBMITTED + 55 <= float(store.lease["busy_at"]) <= moments[-1]  # type: ignore[arg-type]
+
+
+def test_long_after_the_last_work_an_idle_invocation_ends_after_one_sweep(
+    store: InMemoryTaskStore,
+) -> None:
+    _last_work(store, SUBMITTED + 20 - KEEP_SWEEPING_AFTER_WORK_SECONDS)
+    policy = dataclasses.replace(UNIT_POLL_POLICY, run_seconds=50)
+    service, moments = _clocked(store, FakeProvider(), policy)
+    report = service.run(remaining_seconds=lambda: 60.0)
+    assert report.sweeps == 1 and len(moments) == 1
+
+
+def test_a_task_submitted_after_the_work_is_done_is_checked_in_the_same_invocation(
+    store: InMemoryTaskStore,
+) -> None:
+    """Given an invocation whose only task is recovered at once, when a task is submitted
+    20 s later, then it is checked when it comes due, before the invocation ends."""
+    pending(store, "1", first_poll=SUBMITTED + 20)
+    provider = FakeProvider(answers={"1": TOKEN, "2": TOKEN})
+    _, report = _run_with_a_task_submitted_at_40(store, provider)
     assert provider.requests == [["1"], ["2"]] and report.recovered == 2
 
 

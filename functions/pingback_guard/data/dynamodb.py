@@ -68,6 +68,8 @@ NON_TASK_KEY_PREFIX = "#"
 POLLER_LEASE_KEY = "#poller-lease"
 PINGBACK_URL_KEY_PREFIX = "#pingback-url#"
 # What a result write sets and a replaced registration or discarded provisional result loses.
+# What this stack's own submit replaces when it gets the same id from the provider.
+REPLACEABLE_ORIGINS = frozenset({TaskOrigin.REGISTER.value, TaskOrigin.SMOKE.value})
 RESULT_ATTRIBUTES = (
     "solution, #error, received_at, delivered_via, finished_after, usable_until, reported,"
     " reported_at, report_lease_until, read_through_at, last_checked_at, rivals"
@@ -128,7 +130,7 @@ class DynamoDbTaskStore:
             return SubmissionOutcome.CREATED
         if "submitted_at" not in old:
             return self._take_over_provisional(task, described, old)
-        if old.get("origin") == TaskOrigin.REGISTER.value:
+        if old.get("origin") in REPLACEABLE_ORIGINS:
             return self._replace_registration(task, described)
         return SubmissionOutcome.ALREADY_REGISTERED
 
@@ -156,8 +158,11 @@ class DynamoDbTaskStore:
             self._write_pending(
                 task,
                 described,
-                condition="#origin = :register",
-                condition_values={"register": TaskOrigin.REGISTER.value},
+                condition="#origin IN (:register, :smoke)",
+                condition_values={
+                    "register": TaskOrigin.REGISTER.value,
+                    "smoke": TaskOrigin.SMOKE.value,
+                },
                 remove=f" REMOVE {RESULT_ATTRIBUTES}",
             )
         except ConditionRefused:
@@ -219,6 +224,35 @@ class DynamoDbTaskStore:
             return RegistrationOutcome.CONTESTED
         return RegistrationOutcome.HELD_ELSEWHERE
 
+    def record_smoke_task(self, task: NewTask) -> bool:
+        described = {**task.request.to_document(), "submitted_at": task.submitted_at}
+        try:
+            self._write_pending(
+                task,
+                described,
+                condition="attribute_not_exists(task_id)",
+                due=False,
+                expires_at=int(task.submitted_at) + self._settings.provisional_ttl_seconds,
+            )
+        except ConditionRefused:
+            return False
+        return True
+
+    def delete_smoke_task(self, task_id: str, owner: str) -> bool:
+        try:
+            self._call(
+                "DeleteItem",
+                self._client.delete_item,
+                TableName=self._settings.table_name,
+                Key={"task_id": {"S": task_id}},
+                ConditionExpression="#origin = :smoke AND #owner = :owner",
+                ExpressionAttributeNames={"#origin": "origin", "#owner": "owner"},
+                ExpressionAttributeValues=_values(smoke=TaskOrigin.SMOKE.value, owner=owner),
+            )
+        except ConditionRefused:
+            return False
+        return True
+
     def record_pingback_url(self, issued: IssuedPingbackUrl) -> None:
         self._update(
             PINGBACK_URL_KEY_PREFIX + issued.nonce,
@@ -260,8 +294,17 @@ class DynamoDbTaskStore:
         condition: str,
         condition_values: Mapping[str, object] | None = None,
         remove: str = "",
+        due: bool = True,
+        expires_at: int | None = None,
     ) -> None:
+        """``due``: with the due index's keys (the poller looks for it); ``expires_at``: the TTL,
+        by default the result's."""
         identity, identity_values = _identity(task)
+        due_keys, due_values = "", {}
+        if due:
+            due_keys = " due_shard = :shard, due_at = :due,"
+            shard = due_shard_of(task.task_id, self._settings.due_shards)
+            due_values = {"shard": shard, "due": task.first_poll_at}
         names = {
             "#method": "method",
             "#fields": "fields",
@@ -273,8 +316,8 @@ class DynamoDbTaskStore:
         self._update(
             task.task_id,
             "SET #method = :method, #fields = :fields,"
-            " submitted_at = :submitted_at, #status = :pending,"
-            " due_shard = :shard, due_at = :due, poll_attempts = :zero, expires_at = :ttl,"
+            f" submitted_at = :submitted_at, #status = :pending,{due_keys}"
+            " poll_attempts = :zero, expires_at = :ttl,"
             f" token_lifetime_seconds = :lifetime{identity}{remove}",
             condition=condition,
             names=names,
@@ -282,11 +325,10 @@ class DynamoDbTaskStore:
                 **described,
                 **identity_values,
                 **(condition_values or {}),
+                **due_values,
                 pending=TaskStatus.PENDING.value,
-                shard=due_shard_of(task.task_id, self._settings.due_shards),
-                due=task.first_poll_at,
                 zero=0,
-                ttl=self._expiry(task.submitted_at),
+                ttl=self._expiry(task.submitted_at) if expires_at is None else expires_at,
                 lifetime=self._lifetime_of(task.request.method),
             ),
         )
@@ -540,20 +582,34 @@ class DynamoDbTaskStore:
             held = _float_or_none((refused.old_item or {}).get("lease_until"))
             return PollerLease(acquired=False, held_until=held if held is not None else until)
         item = _item_to_python(answer.get("Attributes", {}))
-        return PollerLease(True, until, _solve_samples(item.get("solve_samples")))
+        return PollerLease(
+            True,
+            until,
+            _solve_samples(item.get("solve_samples")),
+            _float_or_none(item.get("busy_at")),
+        )
 
     def release_poller_lease(
-        self, holder: str, now: float, solve_samples: dict[str, list[float]]
+        self,
+        holder: str,
+        now: float,
+        solve_samples: dict[str, list[float]],
+        busy_at: float | None = None,
     ) -> None:
+        kept = {"now": now, "samples": solve_samples}
+        update = "SET lease_until = :now, solve_samples = :samples"
+        if busy_at is not None:
+            kept["busy"] = busy_at
+            update += ", busy_at = :busy"
         try:
             self._call(
                 "UpdateItem",
                 self._client.update_item,
                 TableName=self._settings.table_name,
                 Key={"task_id": {"S": POLLER_LEASE_KEY}},
-                UpdateExpression="SET lease_until = :now, solve_samples = :samples",
+                UpdateExpression=update,
                 ConditionExpression="holder = :holder",
-                ExpressionAttributeValues=_values(holder=holder, now=now, samples=solve_samples),
+                ExpressionAttributeValues=_values(holder=holder, **kept),
             )
         except ConditionRefused:
             return
@@ -602,9 +658,11 @@ class DynamoDbTaskStore:
                 " AND (attribute_not_exists(reported) OR report_lease_until < :now)"
                 " AND (finished_after >= :window_start"
                 f" OR (attribute_not_exists(finished_after) AND received_at >= :window_start))"
-                f"{ownership}",
-                names={"#owner": "owner"} if owner is not None else {},
+                # A smoke task's id was never the provider's: nothing to report.
+                f" AND (attribute_not_exists(#origin) OR #origin <> :smoke){ownership}",
+                names={"#origin": "origin"} | ({"#owner": "owner"} if owner is not None else {}),
                 values=_values(
+                    smoke=TaskOrigin.SMOKE.value,
                     verdict=attempt.verdict.value,
                     now=attempt.now,
                     lease=attempt.lease_until,
@@ -861,6 +919,8 @@ def _text_or_none(value: object) -> str | None:
 
 def _refused_report(old: Mapping[str, Any] | None, now: float, owner: str | None) -> ReportClaim:
     if not old or (owner is not None and not _owned_by(old, owner)):
+        return ReportClaim.UNKNOWN_TASK
+    if old.get("origin") == TaskOrigin.SMOKE.value:
         return ReportClaim.UNKNOWN_TASK
     if "solution" not in old:
         return ReportClaim.NOT_SOLVED

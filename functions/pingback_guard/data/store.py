@@ -31,6 +31,14 @@ class TaskStore(Protocol):
         """Record a worker's registration PENDING, unless a submit holds the id; a second
         registration of a PENDING one makes both claims until a pingback decides."""
 
+    def record_smoke_task(self, task: NewTask) -> bool:
+        """A synthetic task of the smoke check: PENDING under an id nothing holds, never due (the
+        poller never sees it), kept one retention window; False when the id is taken."""
+
+    def delete_smoke_task(self, task_id: str, owner: str) -> bool:
+        """Delete ``owner``'s synthetic task, whatever its status; False when ``task_id`` is no
+        smoke task of ``owner`` (nothing deleted)."""
+
     def record_pingback_url(self, issued: IssuedPingbackUrl) -> None:
         """Who a pingback URL was issued to, and until when it may register a task."""
 
@@ -74,9 +82,14 @@ class TaskStore(Protocol):
         """Take the poller lease until ``until`` if it is free (expired or released)."""
 
     def release_poller_lease(
-        self, holder: str, now: float, solve_samples: dict[str, list[float]]
+        self,
+        holder: str,
+        now: float,
+        solve_samples: dict[str, list[float]],
+        busy_at: float | None = None,
     ) -> None:
-        """Free the lease if ``holder`` still has it, keeping what the poller learned."""
+        """Free the lease if ``holder`` still has it, keeping what the poller learned and when it
+        last had a task to check."""
 
     def claim_read_through(self, task_id: str, now: float, interval_seconds: float) -> bool:
         """Guard of a worker-triggered res.php check: True for at most one caller per interval,

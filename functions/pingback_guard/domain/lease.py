@@ -12,3 +12,5 @@ class PollerLease:
     acquired: bool
     held_until: float
     solve_samples: dict[str, list[float]] = field(default_factory=dict)
+    busy_at: float | None = None
+    """When a holder last had a task to check: None if never."""

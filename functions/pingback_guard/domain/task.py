@@ -72,10 +72,14 @@ class RecordedSolution:
 
 class TaskOrigin(StrEnum):
     """Who recorded a task: this stack's submit (it made the URL the provider holds, so it always
-    wins), or a worker's registration of a task it submitted elsewhere (a claim)."""
+    wins), a worker's registration of a task it submitted elsewhere (a claim), or the smoke
+    check (an id the provider never handed out)."""
 
     SUBMIT = "submit"
     REGISTER = "register"
+    # A synthetic task of `pingback-guard smoke` (logic/smoke.py): never sent to the provider,
+    # never polled, and its result event says so (detail.origin) for consumers to skip.
+    SMOKE = "smoke"
 
 
 class SubmissionOutcome(StrEnum):

@@ -1,5 +1,7 @@
 """RegisterFunction: POST /pingback-urls issues a pingback URL to the caller; PUT
-/tasks/{task_id} registers a task the caller submitted to the provider itself with that URL."""
+/tasks/{task_id} registers a task the caller submitted to the provider itself with that URL;
+POST /smoke-tasks and DELETE /smoke-tasks/{task_id}: the smoke check's synthetic tasks
+(logic/smoke.py), for the admin principal only."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from pingback_guard.domain.errors import (
     SecretUnavailableError,
     StoreError,
 )
-from pingback_guard.domain.task import RegistrationOutcome
+from pingback_guard.domain.task import RegistrationOutcome, normalise_task_id
 from pingback_guard.handlers.pingbacks import PingbackIssuer
 from pingback_guard.handlers.principal import caller_principal
 from pingback_guard.handlers.responses import (
@@ -39,6 +41,7 @@ from pingback_guard.logic.register import (
     UnknownAtProviderError,
     parse_registration,
 )
+from pingback_guard.logic.smoke import NotAdminError, SmokeService
 from pingback_guard.observability import (
     count_claim_clash,
     count_provisional_discarded,
@@ -52,6 +55,8 @@ from pingback_guard.settings import RegisterSettings
 
 ISSUE_ROUTE = "POST /pingback-urls"
 REGISTER_ROUTE = "PUT /tasks/{task_id}"
+SMOKE_CREATE_ROUTE = "POST /smoke-tasks"
+SMOKE_DELETE_ROUTE = "DELETE /smoke-tasks/{task_id}"
 REGISTRATION_ERRORS = {
     "task_id": ApiError.INVALID_TASK_ID,
     "pingback_url": ApiError.INVALID_PINGBACK_URL,
@@ -73,8 +78,9 @@ capabilities = settings.pingbacks.callback_secret
 authenticator = CallbackAuthenticator(
     pingbacks.read_secrets, CapabilityLifetime(capabilities.capability_max_age_seconds)
 )
+store = DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table)
 service = RegisterService(
-    DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
+    store,
     pingbacks.pending,
     # One attempt: the worker waits on this answer, and its retry is the next PUT.
     captchaai_client(settings.provider, retry=RetryPolicy(attempts=1)),
@@ -82,6 +88,7 @@ service = RegisterService(
     on_provisional_discarded=count_provisional_discarded,
     on_claim_clash=count_claim_clash,
 )
+smoke = SmokeService(store, settings.admin_principal_arn, settings.table.provisional_ttl_seconds)
 
 
 @instrumented
@@ -93,7 +100,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
         if request.route_key == ISSUE_ROUTE:
             return _issue(request, owner)
+        if request.route_key in {SMOKE_CREATE_ROUTE, SMOKE_DELETE_ROUTE}:
+            return _smoke(request, owner)
         return _register(request, owner)
+    except NotAdminError:
+        return _refused(403, ApiError.FORBIDDEN, "smoke tasks are for AdminPrincipalArn only")
     except (SecretUnavailableError, StoreError, ProviderError) as error:
         metrics.add_metric(name="RegisterUnavailable", unit=MetricUnit.Count, value=1)
         logger.error("registration unavailable", extra={"reason": str(error)})
@@ -108,6 +119,29 @@ def _issue(request: APIGatewayProxyEventV2, owner: str) -> dict[str, Any]:
     # Register a task with it before expires_at; it registers one task, for this caller only.
     body = {"pingback_url": handed_out.url, "expires_at": int(handed_out.register_by)}
     return json_response(201, body)
+
+
+def _smoke(request: APIGatewayProxyEventV2, owner: str) -> dict[str, Any]:
+    if request.route_key == SMOKE_CREATE_ROUTE:
+        created = smoke.create(
+            owner, pingbacks.base_url(request), pingbacks.read_secrets(False).current
+        )
+        metrics.add_metric(name="SmokeTaskCreated", unit=MetricUnit.Count, value=1)
+        logger.info("smoke task created", extra={"task_id": created.task_id})
+        body = {
+            "task_id": created.task_id,
+            "pingback_url": created.pingback_url,
+            "expires_at": int(created.expires_at),
+        }
+        return json_response(201, body)
+    try:
+        task_id = normalise_task_id((request.path_parameters or {}).get("task_id"))
+    except ValueError:
+        return _refused(400, ApiError.INVALID_TASK_ID, "task_id must be 1 to 20 digits")
+    if not smoke.delete(owner, task_id):
+        return _refused(404, ApiError.UNKNOWN_TASK, "no smoke task of this caller with this id")
+    metrics.add_metric(name="SmokeTaskDeleted", unit=MetricUnit.Count, value=1)
+    return json_response(200, {"task_id": task_id, "deleted": True})
 
 
 def _register(request: APIGatewayProxyEventV2, owner: str) -> dict[str, Any]:

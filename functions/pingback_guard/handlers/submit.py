@@ -66,10 +66,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="TaskSubmitted", unit=MetricUnit.Count, value=1)
     # DEBUG: the TaskSubmitted metric and the 202 already record it; log bytes are a cost per task.
     logger.debug("task submitted", extra={"task_id": task.task_id})
-    # When to look first: the likely ready moment, the stack's own first check.
+    # When to look first: the likely ready moment.
     view = paced(
         {"task_id": task.task_id, "status": "PENDING", "submitted_at": task.submitted_at},
-        task.first_poll_at,
+        service.pending.first_look_at(task),
         task.submitted_at,
     )
     return json_response(202, view, retry_after=view["retry_after"])

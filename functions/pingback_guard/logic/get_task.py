@@ -11,7 +11,14 @@ from typing import Any
 
 from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.errors import PingbackGuardError, ProviderAccountError
-from pingback_guard.domain.task import DeliveryPath, StoreOutcome, Task, TaskResult, TaskStatus
+from pingback_guard.domain.task import (
+    DeliveryPath,
+    StoreOutcome,
+    Task,
+    TaskOrigin,
+    TaskResult,
+    TaskStatus,
+)
 from pingback_guard.kinds.registry import kind_of, parse_answer
 from pingback_guard.logic.access import Access, access_of
 from pingback_guard.logic.pacing import MIN_RETRY_AFTER_SECONDS, paced
@@ -115,7 +122,8 @@ class TaskQuery:
             return None
         if access is Access.CLAIM:
             return Lookup(task.claim_view())
-        if self._provider is None or self._policy is None:
+        # A smoke task's id was never the provider's: never checked there, nothing learned.
+        if self._provider is None or self._policy is None or task.origin is TaskOrigin.SMOKE:
             return Lookup(worker_view(task, now))
         self._learn(task, self._policy.solve_times)
         found = self._checked(task, now, self._provider, self._policy)

@@ -19,23 +19,39 @@ EARLIEST_FIRST_CHECK_SECONDS = {"userrecaptcha": 15.0}
 DEFAULT_EARLIEST_FIRST_CHECK_SECONDS = 5.0
 # A check after `elapsed` seconds is followed by one `GAP_FRACTION * elapsed` later: a token found
 # late is at most that much older than it had to be, and a task costs O(log) checks, not one per
-# 5 s. With lognormal solve times (median 25 s) and the first check at the median, 0.4 costs about
-# 0.85 checks per task whose pingback arrives and keeps a lost pingback's token about 16 s old at
-# p95 (0.25: 1.1 checks, 14 s).
+# 5 s. This is the read-through's rule (a waiting worker's GET, one request per task), and the
+# poller's once a task's young checks are spent.
 GAP_FRACTION = 0.4
-# Far below 2captcha's 20 per CAPTCHA; after these the task is checked once more at expiry.
-MAX_CHECKS_PER_TASK = 12
-# The poller's first checks of a task, every min gap from its likely-ready time (its "young"
-# checks), and riding along in requests made for other tasks from the earliest moment the
-# provider allows: ids= makes them one request for every due task, so at volume a lost
-# pingback's token is found within a sweep or two of its finish (a push worker never asks).
-# The rest of its checks follow the growing gaps (MAX_CHECKS_PER_TASK in all).
-RIDING_CHECKS = 8
+# Below 2captcha's 20 per CAPTCHA; after these the task is checked once more at expiry.
+MAX_CHECKS_PER_TASK = 16
+# The poller's first checks of a task, every min gap from its early first check (its "young"
+# checks): 12 cover 55 s, from 15 s to 70 s for reCAPTCHA at a 25 s median (its 99th percentile
+# at sigma 0.45; with 8, the 4% solved after 55 s waited 22 s for the growing gap). A task also
+# rides along in requests made for other tasks from the earliest moment the provider allows:
+# ids= makes them one request for every due task, so at volume a young task costs little and a
+# lost pingback's token is found within a sweep of its finish (a push worker never asks). The rest
+# of its checks follow the growing gaps (MAX_CHECKS_PER_TASK in all).
+RIDING_CHECKS = 12
+# An invocation sweeps to its end (55 s) while the stack had a task to check this recently, not
+# once: a task submitted after an idle invocation's one sweep waited for the next scheduled
+# minute, checked up to 45 s after its first check was due (a lost pingback's token that old at a
+# push worker). Ten minutes of 55 s at 128 MB after the last task: USD 0.001.
+KEEP_SWEEPING_AFTER_WORK_SECONDS = 600.0
 # How far ahead the poller looks for tasks that may ride along in a request it makes anyway.
 RIDE_AHEAD_SECONDS = 60.0
 # "Likely ready": the median of the method's observed solve times (a later quantile saves a few
 # requests when pingbacks arrive, but lost ones then wait: p75 made p95 token ages over 30 s).
+# A waiting worker's GET is worth making from then on (the read-through, the pacing hints).
 READY_QUANTILE = 0.5
+# The poller's first check comes early: a task solved before it waits for it, so with the first
+# check at the median a lost pingback's token solved at a third of the median was two thirds of
+# it old when found (a p95 of 13 s at a 25 s median). At the 10th percentile (half the expected
+# median until learned: the 10th percentile of a lognormal with sigma 0.55) few tasks are solved
+# before it, and those little before; its young checks every min gap from there find the rest
+# within a gap of their finish. At volume one ids= request a sweep carries every young task;
+# alone, a task costs a check per min gap between its first check and its pingback.
+FIRST_CHECK_QUANTILE = 0.1
+FIRST_CHECK_FRACTION_OF_EXPECTED = 0.5
 MIN_SAMPLES = 20
 SAMPLES_KEPT = 200
 # A task found ready long after its last look says little about its solve time: the middle of a
@@ -48,13 +64,24 @@ def earliest_first_check(method: str | None) -> float:
     return EARLIEST_FIRST_CHECK_SECONDS.get(method or "", DEFAULT_EARLIEST_FIRST_CHECK_SECONDS)
 
 
+def likely_ready_delay(
+    method: str, expected_solve_seconds: float, callback_timeout_seconds: float
+) -> float:
+    """Seconds after submit when a result is likely ready (the first look a waiting worker is
+    told to make), never later than the callback timeout, never earlier than the provider
+    allows a check."""
+    likely = min(expected_solve_seconds, callback_timeout_seconds)
+    return max(earliest_first_check(method), likely)
+
+
 def first_poll_delay(
     method: str, expected_solve_seconds: float, callback_timeout_seconds: float
 ) -> float:
-    """Seconds after submit of the first check: when likely ready, never later than the callback
-    timeout, never earlier than the provider allows."""
-    likely = min(expected_solve_seconds, callback_timeout_seconds)
-    return max(earliest_first_check(method), likely)
+    """Seconds after submit of the stack's first check: early (FIRST_CHECK_FRACTION_OF_EXPECTED
+    of the expected solve time), never later than the callback timeout, never earlier than the
+    provider allows."""
+    early = FIRST_CHECK_FRACTION_OF_EXPECTED * expected_solve_seconds
+    return max(earliest_first_check(method), min(early, callback_timeout_seconds))
 
 
 @dataclass
@@ -83,11 +110,21 @@ class SolveTimes:
 
     def likely_ready(self, method: str | None) -> float:
         """Seconds after submit by which the method's task is likely solved."""
+        return self._quantile(method, READY_QUANTILE, 1.0)
+
+    def first_check(self, method: str | None) -> float:
+        """Seconds after submit of the poller's first check of the method's task: early."""
+        return self._quantile(method, FIRST_CHECK_QUANTILE, FIRST_CHECK_FRACTION_OF_EXPECTED)
+
+    def _quantile(self, method: str | None, fraction: float, of_expected: float) -> float:
+        """The learned solve time below which ``fraction`` of the samples lie; until enough are
+        seen, ``of_expected`` times the kind's expected (median) solve time. Never before the
+        provider allows a check."""
         seen = sorted(self.samples.get(method or "", ()))
         if len(seen) < MIN_SAMPLES:
             expected = expected_solve_seconds(method, self.default_seconds)
-            return max(earliest_first_check(method), expected)
-        index = min(len(seen) - 1, math.ceil(READY_QUANTILE * len(seen)) - 1)
+            return max(earliest_first_check(method), of_expected * expected)
+        index = min(len(seen) - 1, math.ceil(fraction * len(seen)) - 1)
         return max(earliest_first_check(method), seen[index])
 
     def load(self, stored: Mapping[str, Iterable[float]]) -> None:
@@ -104,11 +141,11 @@ class CheckSchedule:
     min_gap_seconds: float
     max_gap_seconds: float
 
-    def next_check(self, submitted_at: float, now: float, likely_ready_at: float) -> float:
-        """After a "not ready" at ``now``: the likely-ready moment if it is still ahead, else a
-        gap that grows with the task's age."""
-        if likely_ready_at >= now + self.min_gap_seconds:
-            return likely_ready_at
+    def next_check(self, submitted_at: float, now: float, first_check_at: float) -> float:
+        """After a "not ready" at ``now`` (a check riding along early): the first-check moment if
+        it is still ahead, else a gap that grows with the task's age."""
+        if first_check_at >= now + self.min_gap_seconds:
+            return first_check_at
         return self.after_check(submitted_at, now)
 
     def after_check(self, submitted_at: float, checked_at: float) -> float:
@@ -135,11 +172,11 @@ class CheckSchedule:
             and task.poll_attempts < RIDING_CHECKS
         )
 
-    def poller_after_check(self, task: DueTask, checked_at: float, likely_ready_at: float) -> float:
+    def poller_after_check(self, task: DueTask, checked_at: float, first_check_at: float) -> float:
         """The poller's next check of a task checked at ``checked_at``: a min gap later while it
-        is young (past its likely-ready time, within its first RIDING_CHECKS checks), else the
+        is young (from its first check on, within its first RIDING_CHECKS checks), else the
         growing gap."""
-        if checked_at >= likely_ready_at and task.poll_attempts <= RIDING_CHECKS:
+        if checked_at >= first_check_at and task.poll_attempts <= RIDING_CHECKS:
             return checked_at + self.min_gap_seconds
         return self.after_check(task.submitted_at, checked_at)
 

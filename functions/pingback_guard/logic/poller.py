@@ -35,6 +35,7 @@ from pingback_guard.domain.task import (
 )
 from pingback_guard.kinds.registry import polled_alone
 from pingback_guard.logic.poll_schedule import (
+    KEEP_SWEEPING_AFTER_WORK_SECONDS,
     RIDE_AHEAD_SECONDS,
     RIDING_CHECKS,
     PollPolicy,
@@ -130,6 +131,8 @@ class PollerService:
         self._on_token_stored = on_token_stored
         # Next checks held in memory while this invocation holds the lease; None: write through.
         self._plans: dict[str, DueTask] | None = None
+        # When a holder of the lease last had a task to check (kept in the lease item).
+        self._busy_at: float | None = None
         self._writers = ThreadPoolExecutor(policy.store_writers, thread_name_prefix="poll-store")
 
     def run(
@@ -174,8 +177,13 @@ class PollerService:
     def _work_ahead(self, swept: SweepReport, stop_at: float) -> bool:
         """Sweep on? Once this invocation has had work, to its end: a task submitted meanwhile
         (a busy stack's next one) is then checked when due, not at the next scheduled minute.
-        An idle invocation asks the index whether a task comes due before it stops."""
+        So does an idle one while the stack had work within KEEP_SWEEPING_AFTER_WORK_SECONDS
+        (sporadic tasks); else it asks the index whether a task comes due before it stops."""
+        now = self._clock()
         if swept.due or self._plans:
+            self._busy_at = now
+            return True
+        if self._busy_at is not None and now - self._busy_at < KEEP_SWEEPING_AFTER_WORK_SECONDS:
             return True
         # Overdue tasks count too: a sweep out of budget leaves them for the next one.
         return self._store.next_due_at(0.0, stop_at) is not None
@@ -313,11 +321,11 @@ class PollerService:
     def _not_before(self, task: DueTask) -> float:
         if task.last_checked_at is not None:
             return self._policy.schedule.poller_after_check(
-                task, task.last_checked_at, task.submitted_at + self._likely_ready(task)
+                task, task.last_checked_at, self._first_check_at(task)
             )
         if task.poll_attempts:
             return -math.inf
-        return task.submitted_at + self._solve_times.likely_ready(task.method)
+        return self._first_check_at(task)
 
     def _settle(
         self,
@@ -388,14 +396,14 @@ class PollerService:
         schedule = self._policy.schedule
         if schedule.exhausted(attempts):
             return max(now + self._policy.backoff_base_seconds, expires_at)
-        likely_at = task.submitted_at + self._likely_ready(task)
-        if now >= likely_at and attempts <= RIDING_CHECKS:
+        first_at = self._first_check_at(task)
+        if now >= first_at and attempts <= RIDING_CHECKS:
             # Young: the next sweep's request (ids= shares it) looks again.
             return min(now + schedule.min_gap_seconds, expires_at)
-        return min(schedule.next_check(task.submitted_at, now, likely_at), expires_at)
+        return min(schedule.next_check(task.submitted_at, now, first_at), expires_at)
 
-    def _likely_ready(self, task: DueTask) -> float:
-        return self._solve_times.likely_ready(task.method)
+    def _first_check_at(self, task: DueTask) -> float:
+        return task.submitted_at + self._solve_times.first_check(task.method)
 
     def _result(self, task: DueTask, answer: ProviderAnswer, now: float) -> TaskResult | None:
         if not answer.is_final:
@@ -461,10 +469,13 @@ class PollerService:
         if lease.solve_samples:
             self._solve_times.samples.clear()
             self._solve_times.load(lease.solve_samples)
+        self._busy_at = lease.busy_at
         return True
 
     def _release_lease(self, holder: str) -> None:
         try:
-            self._store.release_poller_lease(holder, self._clock(), self._solve_times.dump())
+            self._store.release_poller_lease(
+                holder, self._clock(), self._solve_times.dump(), self._busy_at
+            )
         except StoreError:
             return  # the lease ends by itself at the Lambda deadline

@@ -15,7 +15,7 @@ from pingback_guard.domain.errors import (
 from pingback_guard.domain.task import CaptchaRequest, NewTask, SubmissionOutcome, TaskOrigin
 from pingback_guard.kinds.registry import expected_solve_seconds
 from pingback_guard.logic import capability
-from pingback_guard.logic.poll_schedule import first_poll_delay
+from pingback_guard.logic.poll_schedule import first_poll_delay, likely_ready_delay
 from pingback_guard.provider.client import ProviderClient
 from pingback_guard.queue.dead_letter import DeadLetterQueue
 
@@ -42,7 +42,7 @@ def issue_pingback(public_base_url: str, secret: str, issued_at: float) -> Issue
 @dataclass(frozen=True)
 class PendingTasks:
     """How a task is recorded PENDING, whether this stack submitted it or the worker did: when,
-    and its first check when the result is likely ready (the callback timeout at the latest)."""
+    and its first check, early (the callback timeout at the latest)."""
 
     callback_timeout_seconds: float
     expected_solve_seconds: float = 20.0
@@ -60,9 +60,7 @@ class PendingTasks:
     ) -> NewTask:
         now = self.clock()
         first_check_after = first_poll_delay(
-            request.method,
-            expected_solve_seconds(request.method, self.expected_solve_seconds),
-            self.callback_timeout_seconds,
+            request.method, self._expected(request.method), self.callback_timeout_seconds
         )
         kept = request.without_secrets()
         return NewTask(
@@ -75,6 +73,16 @@ class PendingTasks:
             forward_url=forward_url,
             origin=origin,
         )
+
+    def first_look_at(self, task: NewTask) -> float:
+        """When the worker should first look: the result is likely ready by then (the stack's
+        own first check comes earlier, for a pingback that never arrives)."""
+        method = task.request.method
+        delay = likely_ready_delay(method, self._expected(method), self.callback_timeout_seconds)
+        return task.submitted_at + delay
+
+    def _expected(self, method: str) -> float:
+        return expected_solve_seconds(method, self.expected_solve_seconds)
 
 
 class SubmitService:

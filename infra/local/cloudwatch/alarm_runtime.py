@@ -6,6 +6,9 @@ Metrics and their sources:
   timestamps;
 - AWS/Lambda Invocations, Errors, Throttles, Duration (dimension FunctionName) from every
   invocation the runtime makes;
+- AWS/EventBridge/Pipes Invocations, ExecutionFailed (0 or 1), EventCount, Duration (dimension
+  PipeName) from every execution of the runtime's pipes: a stopped pipe publishes nothing, as on
+  AWS;
 - AWS/ApiGateway Count, 4xx, 5xx (0 or 1 per request, dimensions ApiId / ApiId+Stage /
   ApiId+Stage+Route, as HTTP APIs publish them) from the local gateway, and the template's
   AWS::Logs::MetricFilter on the API access log group applied to the same requests;
@@ -45,6 +48,7 @@ from infra.local.cloudwatch.alarms import (
     alarm_definition,
 )
 from infra.local.lambda_.pool import Invocation
+from infra.local.pipes.stream_pipe import PipeExecution
 from infra.local.runtime.aws import ACCOUNT_ID, AwsEndpoint
 from infra.local.runtime.threads import BackgroundThreads
 
@@ -267,6 +271,17 @@ class LocalCloudWatch:
             ("Duration", invocation.duration_ms),
         ):
             self.store.put(MetricKey.of("AWS/Lambda", metric, FunctionName=name), now, value)
+
+    def record_pipe_execution(self, pipe_name: str, execution: PipeExecution) -> None:
+        now = time.time()
+        for metric, value in (
+            ("Invocations", 1.0),
+            ("ExecutionFailed", 1.0 if execution.failed else 0.0),
+            ("EventCount", float(execution.events)),
+            ("Duration", execution.duration_ms),
+        ):
+            key = MetricKey.of("AWS/EventBridge/Pipes", metric, PipeName=pipe_name)
+            self.store.put(key, now, value)
 
     def record_request(self, route_key: str | None, status: int) -> None:
         """One answer of the local gateway (route_key None: no route matched)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -266,9 +267,12 @@ Value = Series | float
 
 
 class _Expression:
-    """The metric math subset alarms here use: + - * /, FILL, SUM/MIN/MAX/AVG of lists, ABS.
+    """The metric math subset alarms here use: + - * /, comparisons (== != < <= > >=, 1 or 0),
+    AND / OR (also && and ||), IF(condition, true[, false]), FILL, SUM/MIN/MAX/AVG of lists, ABS.
 
-    As in CloudWatch, an arithmetic result is missing in a bucket where an operand is missing.
+    As in CloudWatch, an arithmetic, comparison or logical result is missing in a bucket where an
+    operand is missing; IF is missing where its condition is, and where it is false without a
+    false value.
     """
 
     def __init__(
@@ -280,7 +284,7 @@ class _Expression:
 
     def evaluate(self, text: str) -> Value:
         try:
-            tree = ast.parse(text.strip(), mode="eval")
+            tree = ast.parse(_python_operators(text), mode="eval")
         except SyntaxError as error:
             raise UnsupportedAlarm(f"metric math {text!r}") from error
         return self._node(tree.body)
@@ -290,13 +294,31 @@ class _Expression:
             return float(node.value)
         if isinstance(node, ast.Name):
             return self._name(node.id)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            return self._call(node.func.id.upper(), node.args)
+        return self._operation(node)
+
+    def _operation(self, node: ast.expr) -> Value:
+        """Arithmetic, comparison and logic, bucket by bucket."""
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return _combine(-1.0, self._node(node.operand), lambda a, b: a * b)
         if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
             operator = _OPERATORS[type(node.op)]
             return _combine(self._node(node.left), self._node(node.right), operator)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            return self._call(node.func.id.upper(), node.args)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _TESTS:
+            test = _TESTS[type(node.ops[0])]
+            return _combine(
+                self._node(node.left),
+                self._node(node.comparators[0]),
+                lambda a, b: float(test(a, b)),
+            )
+        if isinstance(node, ast.BoolOp):
+            both = _LOGICAL[type(node.op)]
+            values = [self._node(operand) for operand in node.values]
+            result = values[0]
+            for value in values[1:]:
+                result = _combine(result, value, lambda a, b: float(both(bool(a), bool(b))))
+            return result
         raise UnsupportedAlarm(f"metric math node {ast.dump(node)}")
 
     def _name(self, name: str) -> Value:
@@ -312,6 +334,8 @@ class _Expression:
             if not isinstance(filler, float):
                 raise UnsupportedAlarm("FILL with a series as filler")
             return self._fill(self._node(arguments[0]), filler)
+        if function == "IF" and len(arguments) in (2, 3):
+            return self._if(*(self._node(argument) for argument in arguments))
         if function == "ABS":
             return _map(self._node(arguments[0]), abs)
         if function in _AGGREGATES and len(arguments) == 1:
@@ -319,6 +343,18 @@ class _Expression:
             items = listed.elts if isinstance(listed, ast.List) else [listed]
             return self._aggregate(function, [self._node(item) for item in items])
         raise UnsupportedAlarm(f"metric math function {function}")
+
+    def _if(self, condition: Value, when_true: Value, when_false: Value | None = None) -> Value:
+        result: Series = {}
+        for index in self._window.indexes:
+            test = _at(condition, index)
+            chosen = when_true if test else when_false
+            if test is None or chosen is None:
+                continue
+            value = _at(chosen, index)
+            if value is not None:
+                result[index] = value
+        return result
 
     def _fill(self, value: Value, filler: float) -> Value:
         if isinstance(value, float):
@@ -350,6 +386,16 @@ def _combine(left: Value, right: Value, operator: Callable[[float, float], float
     return {index: operator(left[index], right[index]) for index in left.keys() & right.keys()}
 
 
+def _at(value: Value, index: int) -> float | None:
+    return value if isinstance(value, float) else value.get(index)
+
+
+def _python_operators(text: str) -> str:
+    """Metric math's logical operators as Python's, so that ast parses the expression."""
+    spelled = text.strip().replace("&&", " and ").replace("||", " or ")
+    return re.sub(r"\b(AND|OR)\b", lambda word: word.group(1).lower(), spelled)
+
+
 def _map(value: Value, function: Callable[[float], float]) -> Value:
     if isinstance(value, float):
         return function(value)
@@ -365,6 +411,18 @@ _OPERATORS: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Sub: lambda a, b: a - b,
     ast.Mult: lambda a, b: a * b,
     ast.Div: _divide,
+}
+_TESTS: dict[type[ast.cmpop], Callable[[float, float], bool]] = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+}
+_LOGICAL: dict[type[ast.boolop], Callable[[bool, bool], bool]] = {
+    ast.And: lambda a, b: a and b,
+    ast.Or: lambda a, b: a or b,
 }
 _AGGREGATES: dict[str, Callable[[list[float]], float]] = {
     "SUM": lambda values: float(sum(values)),

@@ -1,5 +1,7 @@
 """The stack's EventBridge buses, locally: PutEvents, rule matching, and delivery to the rules'
-function targets, invoked asynchronously like Lambda does for EventBridge.
+function targets, invoked asynchronously like Lambda does for EventBridge, and to the SQS queue
+targets of rules made on a bus at run time (RunTimeRules: an operator's PutRule/PutTargets
+against moto, as `pingback-guard smoke` does). One matcher and one delivery queue serve both.
 
 A failed invocation is retried LAMBDA_ASYNC_RETRIES times (Lambda's default for asynchronous
 invocations), 1 and 2 minutes later as on AWS: NOT divided by the time scale, because what makes
@@ -11,18 +13,22 @@ of the last PUBLISHED_LOG_LIMIT events.
 
 from __future__ import annotations
 
+import fnmatch
+import json
 import logging
 import queue
 import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from infra.local.apigateway.gateway import Invoker
-from infra.local.events.event_patterns import matches
+from infra.local.events.event_patterns import matches, parse_pattern
 from infra.local.events.event_sources import LAMBDA_ASYNC_RETRIES, RuleSpec
 from infra.local.lambda_.pool import PoolClosed
 from infra.local.runtime.aws import ACCOUNT_ID
@@ -34,6 +40,7 @@ logger = logging.getLogger(__name__)
 LAMBDA_ASYNC_RETRY_DELAYS_SECONDS = (60.0, 120.0)
 _WAIT_SECONDS = 0.2
 PUBLISHED_LOG_LIMIT = 100_000
+_REFUSED_BY_POLICY = "AccessDenied (queue policy)"
 
 
 @dataclass(frozen=True)
@@ -49,10 +56,95 @@ class BusEntry:
 
 @dataclass(frozen=True)
 class _Delivery:
-    rule: str
-    function: str
+    rule: RuleSpec
+    target: str
+    """A local function's logical id, or an SQS queue's ARN (one of ``rule.queues``)."""
     event: dict[str, Any]
     attempt: int = 0
+
+
+class RunTimeRules:
+    """Rules on a bus that the template does not declare, read from moto at each PutEvents (a new
+    rule matches from the next event on), with their SQS queue targets. EventBridge sends a queue
+    the event as JSON, and only when the queue's policy lets events.amazonaws.com send for that
+    rule: a queue without such a policy never gets the event (counted as dropped), as on AWS."""
+
+    def __init__(self, new_client: Callable[[str], Any], template_rules: Iterable[str]) -> None:
+        self._events = new_client("events")
+        self._sqs = new_client("sqs")
+        self._template_rules = frozenset(template_rules)
+
+    def on_bus(self, bus_name: str) -> list[RuleSpec]:
+        found: list[RuleSpec] = []
+        for rule in self._events.list_rules(EventBusName=bus_name).get("Rules", []):
+            name = rule["Name"]
+            enabled = rule.get("State", "ENABLED") == "ENABLED" and "EventPattern" in rule
+            if name in self._template_rules or not enabled:
+                continue
+            targets = self._events.list_targets_by_rule(Rule=name, EventBusName=bus_name)
+            queues = tuple(
+                target["Arn"] for target in targets.get("Targets", []) if _is_plain_queue(target)
+            )
+            pattern = parse_pattern(rule["EventPattern"])
+            found.append(RuleSpec(name, name, rule["Arn"], bus_name, pattern, (), queues))
+        return found
+
+    def send(self, rule_arn: str, queue_arn: str, event: dict[str, Any]) -> bool:
+        """False when the queue's policy does not let EventBridge send for this rule."""
+        *_, account, name = queue_arn.split(":")
+        url = self._sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"]
+        attributes = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["Policy"])
+        policy = attributes.get("Attributes", {}).get("Policy")
+        if not lets_eventbridge_send(policy, queue_arn, rule_arn):
+            return False
+        self._sqs.send_message(QueueUrl=url, MessageBody=json.dumps(event))
+        return True
+
+
+def _is_plain_queue(target: Mapping[str, Any]) -> bool:
+    if not str(target.get("Arn", "")).startswith("arn:aws:sqs:"):
+        logger.warning("rule target %s is not an SQS queue: not delivered", target.get("Id"))
+        return False
+    if any(key in target for key in ("Input", "InputPath", "InputTransformer")):
+        logger.warning("rule target %s: input transformation is not emulated", target.get("Id"))
+        return False
+    return True
+
+
+def lets_eventbridge_send(policy: str | None, queue_arn: str, rule_arn: str) -> bool:
+    """A statement allows events.amazonaws.com sqs:SendMessage on the queue, for this rule (its
+    aws:SourceArn condition, when it has one, names the rule)."""
+    statements = json.loads(policy).get("Statement", []) if policy else []
+    return any(
+        _allows(statement, queue_arn, rule_arn)
+        for statement in (statements if isinstance(statements, list) else [statements])
+    )
+
+
+def _allows(statement: Mapping[str, Any], queue_arn: str, rule_arn: str) -> bool:
+    principal = statement.get("Principal", {})
+    services = principal.get("Service", []) if isinstance(principal, Mapping) else []
+    actions = statement.get("Action", [])
+    resources = statement.get("Resource", [])
+    conditions = statement.get("Condition", {})
+    source_arns = [
+        arn
+        for operator in ("ArnEquals", "ArnLike")
+        for arn in _listed(conditions.get(operator, {}).get("aws:SourceArn"))
+    ]
+    return (
+        statement.get("Effect") == "Allow"
+        and "events.amazonaws.com" in _listed(services)
+        and bool({"sqs:SendMessage", "sqs:*", "*"} & set(_listed(actions)))
+        and any(fnmatch.fnmatchcase(queue_arn, resource) for resource in _listed(resources))
+        and (not source_arns or any(fnmatch.fnmatchcase(rule_arn, arn) for arn in source_arns))
+    )
+
+
+def _listed(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    return [str(item) for item in value] if isinstance(value, list) else []
 
 
 @dataclass
@@ -60,6 +152,7 @@ class BusStats(SharedStats):
     put: int = 0
     deliveries: int = 0
     invocations: int = 0
+    sent_to_queues: int = 0
     retried: int = 0
     dropped: int = 0
 
@@ -73,10 +166,12 @@ class LocalEventBus:
         region: str,
         retry_delays: Sequence[float] = LAMBDA_ASYNC_RETRY_DELAYS_SECONDS,
         workers: int = 2,
+        run_time_rules: RunTimeRules | None = None,
     ) -> None:
         if len(retry_delays) < LAMBDA_ASYNC_RETRIES:
             raise ValueError(f"one retry delay per retry ({LAMBDA_ASYNC_RETRIES})")
         self._rules = list(rules)
+        self._run_time_rules = run_time_rules
         self._invoke = invoke
         self._region = region
         self._retry_delays = tuple(retry_delays)
@@ -102,22 +197,36 @@ class LocalEventBus:
     def put_events(self, entries: Sequence[BusEntry]) -> list[str]:
         """Accept the entries (event ids returned) and queue a delivery per matching target."""
         ids: list[str] = []
+        rules_on: dict[str, list[RuleSpec]] = {}
         for entry in entries:
             event = self._event(entry)
             ids.append(event["id"])
+            if entry.bus_name not in rules_on:
+                rules_on[entry.bus_name] = self._rules_on(entry.bus_name)
             targets = [
-                (rule.logical_id, function)
-                for rule in self._rules
-                if rule.bus_name == entry.bus_name and matches(rule.pattern, event)
-                for function in rule.functions
+                (rule, target)
+                for rule in rules_on[entry.bus_name]
+                if matches(rule.pattern, event)
+                for target in (*rule.functions, *rule.queues)
             ]
             with self._lock:
                 self._published.append(event)
                 self._unfinished += len(targets)
             self.stats.add(put=1, deliveries=len(targets))
-            for rule, function in targets:
-                self._deliveries.put(_Delivery(rule, function, event))
+            for rule, target in targets:
+                self._deliveries.put(_Delivery(rule, target, event))
         return ids
+
+    def _rules_on(self, bus_name: str) -> list[RuleSpec]:
+        declared = [rule for rule in self._rules if rule.bus_name == bus_name]
+        if self._run_time_rules is None:
+            return declared
+        try:
+            return declared + self._run_time_rules.on_bus(bus_name)
+        except (ClientError, BotoCoreError) as error:
+            # A bus moto does not know has no rules of its own; the put itself still succeeds.
+            logger.warning("rules on %s not read: %s", bus_name, type(error).__name__)
+            return declared
 
     def published(self) -> list[dict[str, Any]]:
         """The events put so far (the last PUBLISHED_LOG_LIMIT), in order; they may carry
@@ -155,28 +264,48 @@ class LocalEventBus:
                 return
 
     def _deliver(self, delivery: _Delivery) -> None:
-        invocation = self._invoke(delivery.function, delivery.event)
-        self.stats.add(invocations=1)
-        if invocation.ok:
+        if delivery.target in delivery.rule.queues:
+            error = self._send_to_queue(delivery)
+        else:
+            invocation = self._invoke(delivery.target, delivery.event)
+            self.stats.add(invocations=1)
+            error = None if invocation.ok else str((invocation.error or {}).get("errorType"))
+        if error is None or error == _REFUSED_BY_POLICY:
             self._finished()
             return
-        error = invocation.error or {}
         if delivery.attempt >= LAMBDA_ASYNC_RETRIES:
             logger.warning(
                 "%s -> %s: event %s dropped after %d attempts: %s",
-                delivery.rule,
-                delivery.function,
+                delivery.rule.logical_id,
+                delivery.target,
                 delivery.event["id"],
                 delivery.attempt + 1,
-                error.get("errorType"),
+                error,
             )
             self.stats.add(dropped=1)
             self._finished()
             return
         self.stats.add(retried=1)
         delay = self._retry_delays[delivery.attempt]
-        retry = _Delivery(delivery.rule, delivery.function, delivery.event, delivery.attempt + 1)
-        self._retry_later(retry, delay)
+        self._retry_later(replace(delivery, attempt=delivery.attempt + 1), delay)
+
+    def _send_to_queue(self, delivery: _Delivery) -> str | None:
+        """None when sent, else the error; a queue whose policy refuses is not tried again."""
+        assert self._run_time_rules is not None  # queue targets come from it only
+        try:
+            sent = self._run_time_rules.send(delivery.rule.arn, delivery.target, delivery.event)
+        except (ClientError, BotoCoreError) as error:
+            return type(error).__name__
+        if sent:
+            self.stats.add(sent_to_queues=1)
+            return None
+        logger.warning(
+            "%s -> %s: the queue's policy does not let EventBridge send for this rule: dropped",
+            delivery.rule.name,
+            delivery.target,
+        )
+        self.stats.add(dropped=1)
+        return _REFUSED_BY_POLICY
 
     def _retry_later(self, delivery: _Delivery, delay: float) -> None:
         def enqueue() -> None:

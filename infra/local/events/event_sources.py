@@ -49,6 +49,8 @@ class RuleSpec:
     pattern: dict[str, Any]
     functions: tuple[str, ...]
     """Logical ids of the local functions it targets."""
+    queues: tuple[str, ...] = ()
+    """ARNs of the SQS queues it targets (rules made at run time: event_bus.RunTimeRules)."""
 
 
 def bus_name_of(name_or_arn: str) -> str:

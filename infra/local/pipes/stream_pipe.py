@@ -4,6 +4,9 @@ Like Pipes: reads each shard in order (GetShardIterator, GetRecords) from the st
 position, keeps the records its filters match, renders the input template per record, and puts
 the events on the bus. A batch that fails is retried whole (MaximumRetryAttempts, -1 = forever),
 then its description goes to the dead-letter queue. Batch bisection is not emulated.
+Each execution (a batch with records the filters kept) is reported to `on_execution`, for the
+AWS/EventBridge/Pipes metrics. `set_running(False)` is StopPipe: the pipe reads nothing until
+started again, from where it stopped (the state Pipes leaves a pipe in after persistent errors).
 `duplicate_rate` re-puts a delivered batch as new events with that probability: at-least-once
 made visible, as a retried PutEvents whose first answer was lost would.
 """
@@ -15,6 +18,7 @@ import datetime
 import json
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +36,8 @@ from infra.local.runtime.threads import BackgroundThreads
 logger = logging.getLogger(__name__)
 
 PutEvents = Callable[[Sequence[BusEntry]], list[str]]
+RUNNING = "RUNNING"
+STOPPED = "STOPPED"
 _POLL_SECONDS = 0.25
 _PUT_EVENTS_MAX_ENTRIES = 10
 _MAX_BACKOFF_SECONDS = 5.0
@@ -50,10 +56,24 @@ class PipeStats(SharedStats):
     failed_executions: int = 0
     dead_lettered_batches: int = 0
     caught_up: bool = False
+    state: str = RUNNING
 
     def mark_caught_up(self, caught_up: bool) -> None:
         with self._lock:
             self.caught_up = caught_up
+
+    def mark_state(self, state: str) -> None:
+        with self._lock:
+            self.state = state
+
+
+@dataclass(frozen=True)
+class PipeExecution:
+    """One execution of a pipe: the events it carried, whether it failed, how long it took."""
+
+    events: int
+    failed: bool
+    duration_ms: float
 
 
 def stream_record(raw: Mapping[str, Any], stream_arn: str) -> dict[str, Any]:
@@ -82,8 +102,12 @@ class StreamPipe:
         put_events: PutEvents,
         duplicate_rate: float = 0.0,
         seed: int | None = None,
+        on_execution: Callable[[PipeExecution], None] | None = None,
     ) -> None:
         self.spec = spec
+        self._on_execution = on_execution
+        self._running = threading.Event()
+        self._running.set()
         self._new_client = new_client
         self._put_events = put_events
         self._duplicate_rate = duplicate_rate
@@ -97,12 +121,26 @@ class StreamPipe:
     def stop(self, timeout: float) -> None:
         self._threads.stop(timeout)
 
+    def set_running(self, running: bool) -> None:
+        """StartPipe / StopPipe: a stopped pipe keeps its place in the stream."""
+        if running:
+            self._running.set()
+        else:
+            self._running.clear()
+        self.stats.mark_state(RUNNING if running else STOPPED)
+
     def _run(self) -> None:
         streams = self._new_client("dynamodbstreams")
         iterators = self._shard_iterators(streams)
         while not self._threads.stopping.is_set():
+            if not self._running.is_set():
+                self.stats.mark_caught_up(False)
+                self._threads.stopping.wait(_POLL_SECONDS)
+                continue
             got_any = False
             for shard, iterator in list(iterators.items()):
+                if not self._running.is_set():
+                    break
                 try:
                     page = streams.get_records(ShardIterator=iterator, Limit=self.spec.batch_size)
                 except (BotoCoreError, ClientError) as failure:
@@ -158,15 +196,23 @@ class StreamPipe:
         selected = [record for record in batch if self._selected(record)]
         if not selected:
             return
+        started = time.monotonic()
         try:
             entries = [self._entry(record) for record in selected]
         except TemplateOutputError as failure:
+            self._executed(len(selected), started, failed=True)
             raise _ExecutionFailed(str(failure)) from None
         self._put(entries)
+        self._executed(len(selected), started, failed=False)
         self.stats.add(matched=len(selected), published=len(entries))
         if self._duplicate_rate and self._random.random() < self._duplicate_rate:
             self._put(entries)
             self.stats.add(duplicates_injected=len(entries))
+
+    def _executed(self, events: int, started: float, failed: bool) -> None:
+        if self._on_execution is not None:
+            duration_ms = (time.monotonic() - started) * 1000
+            self._on_execution(PipeExecution(events, failed, duration_ms))
 
     def _selected(self, record: Mapping[str, Any]) -> bool:
         return not self.spec.filters or any(matches(f, record) for f in self.spec.filters)

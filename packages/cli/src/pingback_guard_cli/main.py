@@ -14,7 +14,7 @@ import boto3
 import click
 from rich.text import Text
 
-from pingback_guard_cli import keys, preflight, queues, secret, status, tasks
+from pingback_guard_cli import keys, preflight, queues, secret, smoke, status, tasks
 from pingback_guard_cli.context import Context
 from pingback_guard_cli.errors import ExitCode, failure_of
 from pingback_guard_cli.output import (
@@ -413,6 +413,75 @@ def preflight_command(
         console().print(grid)
     if not all(check.ok for check in checks):
         raise click.exceptions.Exit(int(ExitCode.NEEDS_ATTENTION))
+
+
+@cli.command("smoke")
+@click.option(
+    "--api-url",
+    envvar="PINGBACK_GUARD_API_URL",
+    help="The stack's HTTP API (default: its ApiUrl output; env PINGBACK_GUARD_API_URL).",
+)
+@click.option(
+    "--event-timeout",
+    type=click.FloatRange(1, 900),
+    default=60,
+    show_default=True,
+    help="Seconds to wait for the result event on the bus.",
+)
+@click.option(
+    "--rule-settle-seconds",
+    type=click.FloatRange(0, 120),
+    default=10,
+    show_default=True,
+    help="Seconds between creating the temporary bus rule and the pingback (EventBridge needs"
+    " a moment before a new rule matches).",
+)
+@json_option
+@click.pass_obj
+def smoke_command(
+    context: Context,
+    api_url: str | None,
+    event_timeout: float,
+    rule_settle_seconds: float,
+    as_json: bool,
+) -> None:
+    """After a deploy: prove the stack end to end, without spending provider credit.
+
+    As the stack's AdminPrincipalArn: a synthetic task (never sent to the provider) gets its
+    pingback URL, a forged pingback gets 403 and the real one 200, GET reads the result back,
+    its result event arrives on the bus (a temporary rule and queue), and the alarms are listed.
+    Everything it created is deleted, also after a failure. Exit 1 when a step failed (one line
+    each). Needs execute-api:Invoke on POST/smoke-tasks, DELETE/smoke-tasks/* and GET/tasks/*,
+    events:PutRule/PutTargets/RemoveTargets/DeleteRule on the result bus, sqs:CreateQueue,
+    SetQueueAttributes, GetQueueAttributes, ReceiveMessage, DeleteQueue, and
+    cloudwatch:DescribeAlarms.
+    """
+    stack = context.stack
+    options = smoke.SmokeOptions(
+        api_url or stack.output("ApiUrl"), event_timeout, rule_settle_seconds
+    )
+    found = smoke.run_smoke(context.aws, stack, options)
+    if as_json:
+        print_json({"stack": stack.name, **found.to_json()})
+    else:
+        _print_smoke(stack.name, found)
+    if not found.ok:
+        raise click.exceptions.Exit(int(ExitCode.FAILED))
+
+
+def _print_smoke(stack_name: str, found: smoke.Report) -> None:
+    out = console()
+    grid = table("step", "ok", "detail", title=f"smoke check of {stack_name}")
+    for step in found.steps:
+        verdict = Text("ok", style="green") if step.ok else Text("FAILED", style="red")
+        grid.add_row(step.name, verdict, step.detail)
+    out.print(grid)
+    if found.alarms:
+        alarms = table("alarm", "state", title="alarms")
+        for name, state in found.alarms:
+            alarms.add_row(name, Text(state, style="red") if state == "ALARM" else Text(state))
+        out.print(alarms)
+    out.print("smoke check " + ("[green]passed[/]" if found.ok else "[red]failed[/]"))
 
 
 # Command groups defined in their own modules.

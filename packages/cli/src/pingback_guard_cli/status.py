@@ -125,13 +125,23 @@ def _oldest_age(aws: Aws, queue_name: str, now: float) -> float | None:
 
 
 def alarms_in_alarm(aws: Aws, stack_name: str) -> list[str]:
+    return [name for name, state in alarm_states(aws, stack_name, "ALARM")]
+
+
+def alarm_states(aws: Aws, stack_name: str, only: str | None = None) -> list[tuple[str, str]]:
+    """(name, state) of the stack's alarms (named `<stack>-...`), by name; ``only`` one state."""
     paginator = aws.client("cloudwatch").get_paginator("describe_alarms")
-    names: list[str] = []
-    for page in paginator.paginate(AlarmNamePrefix=f"{stack_name}-", StateValue="ALARM"):
+    found: list[tuple[str, str]] = []
+    selected = {"StateValue": only} if only else {}
+    for page in paginator.paginate(AlarmNamePrefix=f"{stack_name}-", **selected):
         alarms = [*page.get("MetricAlarms", []), *page.get("CompositeAlarms", [])]
         # Checked again here: some endpoints (moto) ignore StateValue next to a name prefix.
-        names.extend(alarm["AlarmName"] for alarm in alarms if alarm["StateValue"] == "ALARM")
-    return sorted(names)
+        found.extend(
+            (alarm["AlarmName"], alarm["StateValue"])
+            for alarm in alarms
+            if only is None or alarm["StateValue"] == only
+        )
+    return sorted(found)
 
 
 def due_counts(aws: Aws, stack: Stack, now: float) -> tuple[int, int]:
