@@ -739,3 +739,28 @@ def test_batches_refused_while_others_are_in_flight_are_all_asked_again_alone(
     alone = sorted(ids[0] for ids in provider.requests if len(ids) == 1)
     assert alone == sorted(str(n) for n in range(1, 10))
     assert report.recovered == 9 and report.batch_refused >= 1
+
+
+class ShardedOrderStore(InMemoryTaskStore):
+    """Due tasks in the order a sharded index gives them: not the most overdue first."""
+
+    def due_tasks(self, now: float, limit: int) -> list[DueTask]:
+        return list(reversed(super().due_tasks(now, limit)))
+
+
+def test_a_sweep_out_of_budget_asks_for_the_most_overdue_tasks_first_whatever_their_kind() -> None:
+    """Given image tasks (one id per request) long overdue behind newer reCAPTCHA and image
+    checks, in the index's order; when a sweep can make two requests; then it asks for the two
+    oldest images, not the batch and the young image the index listed first."""
+    store = ShardedOrderStore()
+    image = CaptchaRequest("base64", {"phrase": "1"})
+    store.record_submission(NewTask("old-1", image, SUBMITTED, SUBMITTED + 8))
+    store.record_submission(NewTask("old-2", image, SUBMITTED, SUBMITTED + 9))
+    store.record_submission(NewTask("young", image, SUBMITTED + 100, SUBMITTED + 125))
+    pending(store, "token-1", "token-2")
+    policy = dataclasses.replace(UNIT_POLL_POLICY, max_requests_per_sweep=2)
+    provider = FakeProvider()
+
+    report = poller(store, provider, policy).sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
+
+    assert sorted(provider.requests) == [["old-1"], ["old-2"]] and report.budget_exhausted == 1

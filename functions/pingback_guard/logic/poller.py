@@ -343,11 +343,17 @@ class PollerService:
         return remaining_seconds() - self._policy.deadline_margin_seconds
 
     def _requests_for(self, tasks: Sequence[DueTask], now: float) -> list[list[DueTask]]:
-        """ids= batches of the kinds whose answers never hold '|'; every other task alone."""
+        """ids= batches of the kinds whose answers never hold '|'; every other task alone. The
+        most overdue first, whatever its kind or index shard: a sweep that runs out of time or
+        budget leaves the latest checks for the next one, never the same old tasks again (the
+        soak lost images and GeeTest, asked one id each behind every batch and young check,
+        never checked until the provider had forgotten them)."""
         size = self._policy.ids_per_request if now >= self._batching_paused_until else 1
-        batchable = [task for task in tasks if not polled_alone(task.method)]
+        ordered = sorted(tasks, key=lambda task: task.due_at)
+        batchable = [task for task in ordered if not polled_alone(task.method)]
         batches = [batchable[start : start + size] for start in range(0, len(batchable), size)]
-        return batches + [[task] for task in tasks if polled_alone(task.method)]
+        alone = [[task] for task in ordered if polled_alone(task.method)]
+        return sorted(batches + alone, key=lambda request: request[0].due_at)
 
     def _deferred(self, task: DueTask, now: float, report: SweepReport) -> bool:
         """A task likely not solved yet, or checked a moment ago by a waiting worker's
