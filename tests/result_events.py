@@ -20,6 +20,7 @@ def rendered_detail(task_id: str, status: str, solution: str, **changes: str) ->
         "error": "",
         "owner": OWNER,
         "origin": "submit",
+        "pingback_forward": "yes",
         "solution": solution,
         **changes,
     }

@@ -67,6 +67,8 @@ def worker_lines(ready: ReadyInfo, compat_key: str, simulator_url: str | None) -
         f"  e.g. TwoCaptcha('{compat_key}', server='{urlsplit(ready.tls_api_url).netloc}')",
         "Operator CLI:",
         f"  pingback-guard --endpoint-url {ready.aws_endpoint_url} -s {ready.stack_name} status",
+        f"  pingback-guard --endpoint-url {ready.aws_endpoint_url} -s {ready.stack_name} smoke"
+        f" --api-url {ready.api_url} --rule-settle-seconds 0",
     ]
     if simulator_url:
         lines.append(f"Simulator (faults: POST {simulator_url}/_sim/faults): {simulator_url}")
@@ -87,8 +89,12 @@ def run_up(options: UpOptions, stop: threading.Event) -> None:
             provider_api_key=api_key,
             time_scale=options.time_scale,
             run_dir=options.run_dir,
-            # A worker's own pingback receiver on this machine gets the results forwarded.
-            parameter_overrides={"AllowLoopbackPingbacks": "true"},
+            # A worker's own pingback receiver on this machine gets the results forwarded; the
+            # one local user is also the operator (`pingback-guard smoke` runs as the admin).
+            parameter_overrides={
+                "AllowLoopbackPingbacks": "true",
+                "AdminPrincipalArn": WORKER.user_arn,
+            },
         )
         with LocalStack(local) as stack:
             simulator_url = None if options.provider_url else base_url

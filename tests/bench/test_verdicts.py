@@ -7,16 +7,18 @@ from dataclasses import asdict, replace
 
 import pytest
 
+import bench.cost_section
 import bench.freshness
 from bench.aws_counting import CallTally
 from bench.cold_start import TARGET_RATIO, BundleSize, ColdStarts
 from bench.cold_start import _outcome as cold_start_outcome
 from bench.cost import PRICES, Usage
+from bench.cost_section import cost_outcome
 from bench.freshness import WAIT_COST_TARGET_USD, Phase, freshness_outcome
 from bench.outcome import Headline, SectionOutcome
 from bench.poller_reads import DUE_TASKS, ItemLayouts, SweepReads
 from bench.poller_reads import _outcome as poller_reads_outcome
-from bench.table_paths import PathMeasurements, PathResult, table_paths_outcome
+from bench.table_paths import HandlerSamples, PathMeasurements, PathResult, table_paths_outcome
 from bench.task_cost import task_cost_outcome
 from infra.local.runtime.calls import AwsCall
 from tests.bench.test_freshness_figures import phase
@@ -245,3 +247,51 @@ def test_a_task_with_its_wait_costs_at_most_usd_12_per_million_with_push(
     outcome = sections_costing(stack_usd + one_get, one_get, push_wait_usd)
     assert outcome.data["total_per_million"]["push"] == pytest.approx(stack_usd + push_wait_usd)
     assert only_verdict(outcome) == expected
+
+
+def measured_paths(milliseconds: float) -> PathMeasurements:
+    """Figure 1 as section 5 reads it: one write per stored result, every handler invocation
+    this slow (a sweep recovering ten tasks ten times slower), 500 bytes of log each."""
+    write, read, nothing = (
+        CallTally([table_call("UpdateItem")]),
+        CallTally([table_call("GetItem")]),
+        CallTally(),
+    )
+    runs = {  # path: tasks, AWS calls, the handler invoked once, its duration
+        "submit": (1, write, "submit", milliseconds),
+        "get_task": (1, read, "get_task", milliseconds),
+        "callback_first": (1, write, "callback", milliseconds),
+        "callback_duplicate": (1, write, "callback", milliseconds),
+        "dead_letter_callback": (1, nothing, "callback", milliseconds),
+        "dead_letter_replay": (1, write, "replay", milliseconds),
+        "poll_recovery": (10, write, "poller", 10 * milliseconds),
+        "poller_empty": (1, nothing, "poller", milliseconds),
+    }
+    paths = {
+        name: PathResult(name, tasks, calls, {handler: HandlerSamples([duration], [500])})
+        for name, (tasks, calls, handler, duration) in runs.items()
+    }
+    item = {"task_id": {"S": "73112645"}, "status": {"S": "SOLVED"}, "solution": {"S": "x" * 500}}
+    return PathMeasurements(paths, item, item, 800, set())
+
+
+STACK_COST = "Cost per million tasks, 1% callbacks lost (logs included)"
+
+
+def test_the_stack_cost_misses_its_target_when_the_handlers_are_slow() -> None:
+    fast = verdicts(cost_outcome(measured_paths(10.0)))
+    assert fast[STACK_COST] == "met"
+    # Given every handler takes 2 s, Lambda duration alone is over USD 10 per million tasks.
+    slow = verdicts(cost_outcome(measured_paths(2000.0)))
+    assert slow[STACK_COST] == "MISSED"
+
+
+def test_the_stack_cost_is_met_at_its_target_and_missed_a_cent_under_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    measured = measured_paths(10.0)
+    total = cost_outcome(measured).data["totals_per_million_tasks"]["1% lost"]
+    monkeypatch.setattr(bench.cost_section, "TARGET_PER_MILLION", total)
+    assert verdicts(cost_outcome(measured))[STACK_COST] == "met"
+    monkeypatch.setattr(bench.cost_section, "TARGET_PER_MILLION", total - 0.01)
+    assert verdicts(cost_outcome(measured))[STACK_COST] == "MISSED"

@@ -616,3 +616,63 @@ def test_nested_json_is_a_400_on_every_json_route(
     answer = call(handlers.load("callback"))(pingback)
     assert answer["statusCode"] == 400 and "nest" in answer["body"]
     assert submitted[1].submitted == [] and handlers.item("4700") is None
+
+
+class TestSmokeTasks:
+    """POST /smoke-tasks and DELETE /smoke-tasks/{id}: the admin's synthetic task, decided by its
+    own pingback, deleted by its owner only."""
+
+    def smoke(self, handlers: Handlers, admin: str = ADMIN) -> Handler:
+        handlers.monkeypatch.setenv("ADMIN_PRINCIPAL_ARN", admin)
+        return call(handlers.load("register"))
+
+    def delete(self, registrar: Handler, task_id: str, principal: str) -> int:
+        shaped = with_principal(event("delete_smoke_task.json"), principal)
+        shaped["pathParameters"] = {"task_id": task_id}
+        status: int = registrar(shaped)["statusCode"]
+        return status
+
+    def test_the_admins_smoke_task_is_decided_by_its_own_pingback_then_deleted(
+        self, handlers: Handlers
+    ) -> None:
+        registrar = self.smoke(handlers)
+        answer = registrar(with_principal(event("create_smoke_task.json"), ADMIN))
+        assert answer["statusCode"] == 201, answer
+        created = json.loads(answer["body"])
+        task_id, url = created["task_id"], created["pingback_url"]
+        stored = handlers.item(task_id)
+        assert stored is not None
+        assert (stored["origin"]["S"], stored["owner"]["S"], stored["status"]["S"]) == (
+            "smoke",
+            ADMIN,
+            "PENDING",
+        )
+        assert "due_at" not in stored and "due_shard" not in stored
+        callback = call(handlers.load("callback"))
+        forged = capability.token_for("not-the-secret", stored["nonce"]["S"], int(time.time()))
+        assert callback(callback_get(task_id, TOKEN, forged))["statusCode"] == 403
+        assert callback(callback_get(task_id, TOKEN, capability_of(url)))["statusCode"] == 200
+        solved = handlers.item(task_id)
+        assert solved is not None
+        assert (solved["status"]["S"], solved["solution"]["S"]) == ("SOLVED", TOKEN)
+
+        assert self.delete(registrar, task_id, OTHER_OWNER) == 403
+        assert self.delete(registrar, task_id, ADMIN) == 200
+        assert handlers.item(task_id) is None
+        assert self.delete(registrar, task_id, ADMIN) == 404
+        assert self.delete(registrar, "not-digits", ADMIN) == 400
+        metrics = handlers.metrics()
+        assert (metrics["SmokeTaskCreated"], metrics["SmokeTaskDeleted"]) == (1, 1)
+
+    def test_delete_never_removes_a_task_that_is_not_a_smoke_task(self, handlers: Handlers) -> None:
+        handlers.register("4800", owner=ADMIN)
+        assert self.delete(self.smoke(handlers), "4800", ADMIN) == 404
+        assert handlers.item("4800") is not None
+
+    @pytest.mark.parametrize(("admin", "caller"), [("", ADMIN), (ADMIN, OWNER)])
+    def test_nobody_else_creates_one(self, handlers: Handlers, admin: str, caller: str) -> None:
+        answer = self.smoke(handlers, admin)(
+            with_principal(event("create_smoke_task.json"), caller)
+        )
+        assert answer["statusCode"] == 403
+        assert json.loads(answer["body"])["error"] == "forbidden"

@@ -63,5 +63,11 @@ def test_an_odd_ids_answer_cannot_push_a_sweep_past_its_bound(provider_url: str)
     service = PollerService(store, client, policy, SolveTimes(default_seconds=20))
     report = service.sweep(now=1030.0, remaining_seconds=lambda: 60.0)
     assert len(RefusesIds.requests_seen) == report.requests == 5
-    assert ["ids" in query for query in RefusesIds.requests_seen] == [True] + [False] * 4
-    assert (report.batch_refused, report.not_ready, report.budget_exhausted) == (1, 4, 1)
+    # ids= only in the requests already in flight when the first refusal came back
+    batches = sum("ids" in query for query in RefusesIds.requests_seen)
+    assert 1 <= batches <= policy.request_workers
+    assert (report.batch_refused, report.not_ready, report.budget_exhausted) == (
+        batches,
+        5 - batches,
+        1,
+    )

@@ -416,6 +416,34 @@ def test_provisional_results_live_one_retention_window(dynamo_store: Any, dynamo
     assert int(raw["Item"]["expires_at"]["N"]) == 1000 + 7 * 86400
 
 
+def stored_attribute(dynamodb: Any, task_id: str, name: str) -> str | None:
+    raw = dynamodb.get_item(TableName="pingback-guard-tasks-test", Key={"task_id": {"S": task_id}})
+    value = raw["Item"].get(name)
+    return None if value is None else str(value["S"])
+
+
+def test_every_task_says_whether_its_result_is_forwarded_never_where(
+    dynamo_store: Any, dynamodb: Any
+) -> None:
+    """`pingback_forward` reaches the result event (the forward rule skips "no"); the URL stays
+    in the table."""
+    forwarded = NewTask(
+        "134", REQUEST, 1000.0, 1120.0, nonce_for("134"), OWNER,
+        forward_url="https://worker.example/captcha-done",
+    )  # fmt: skip
+    assert dynamo_store.record_submission(forwarded) is SubmissionOutcome.CREATED
+    assert stored_attribute(dynamodb, "134", "pingback_forward") == "yes"
+    submit(dynamo_store, "135")
+    assert stored_attribute(dynamodb, "135", "pingback_forward") == "no"
+    # Its own pingback first: the submit that registers the task says it with its result.
+    dynamo_store.record_result(solved("136"))
+    assert stored_attribute(dynamodb, "136", "pingback_forward") is None
+    submit(dynamo_store, "136")
+    assert stored_attribute(dynamodb, "136", "pingback_forward") == "no"
+    register(dynamo_store, "137", OWNER, nonce_for("137"))
+    assert stored_attribute(dynamodb, "137", "pingback_forward") == "no"
+
+
 # ------------------------------------------------------------------ freshness (issue 10)
 
 

@@ -230,6 +230,28 @@ def test_the_client_s_own_pingback_gets_the_result_once_it_is_stored(
     assert forwarded == [{"id": task_id, "code": truth(simulator, task_id)["code"]}]
 
 
+def forwarder_invocations(stack: LocalStack) -> int:
+    return int(stack.health()["functions"]["PingbackForwardFunction"]["invocations"])
+
+
+def test_a_result_nobody_asked_to_forward_never_invokes_the_forwarder(
+    stack: LocalStack, solver: TwoCaptcha
+) -> None:
+    wait_until(stack.result_events_settled, timeout=60)
+    before = forwarder_invocations(stack)
+    # Given a task sent without pingback=, once its result is published and every delivery of
+    # it is done,
+    task_id = solver.send(method="userrecaptcha", googlekey=SITEKEY, pageurl=PAGE_URL)
+    wait_until(
+        lambda: [e for e in stack.published_events() if e["detail"]["task_id"] == task_id],
+        timeout=120,
+        interval=0.5,
+    )
+    wait_until(stack.result_events_settled, timeout=60)
+    # then the forward rule did not match it (pingback_forward "no"): no invocation, no read.
+    assert forwarder_invocations(stack) == before
+
+
 def test_balance_is_the_provider_account_s(solver: TwoCaptcha, simulator: Simulator) -> None:
     assert solver.balance() == float(simulator.config.balance)
 

@@ -31,6 +31,7 @@ from tests.support import template
 from tests.waiting import wait_until
 
 TOKEN = "03AFcWeA-token_" + "x" * 40
+WORKER_PINGBACK_URL = "https://worker.example/captcha-done?secret=s3cr3t"
 
 
 def pipe_properties() -> dict[str, Any]:
@@ -90,6 +91,7 @@ SOLVED = image(
     owner=OWNER,
     nonce="bm9uY2U",
     origin="submit",
+    pingback_forward="yes",
 )
 EXPIRED = image(
     task_id="4242",
@@ -177,6 +179,30 @@ def test_missing_attributes_render_as_empty_strings_and_the_detail_stays_json() 
     assert detail["previous_status"] == detail["delivered_via"] == detail["solution"] == ""
     assert detail["finished_at_earliest"] == detail["usable_until"] == ""
     assert detail["finished_at_latest"] == "900.0"
+
+
+@pytest.mark.parametrize(
+    ("pingback_forward", "forwarded"),
+    [
+        ("yes", True),  # the worker gave in.php a pingback= URL
+        ("no", False),  # it did not: the forwarder is not even invoked
+        (None, True),  # a task written before the stack said: offered, the forwarder decides
+    ],
+)
+def test_only_results_that_may_have_a_pingback_url_reach_the_forwarder(
+    pingback_forward: str | None, forwarded: bool
+) -> None:
+    solved = {name: value for name, value in SOLVED.items() if name != "pingback_forward"}
+    solved["forward_url"] = {"S": WORKER_PINGBACK_URL}
+    if pingback_forward is not None:
+        solved["pingback_forward"] = {"S": pingback_forward}
+    detail = render_detail(input_template(False), record("MODIFY", solved, PENDING), {})
+    event = {"source": "pingback-guard", "detail-type": "Task Result", "detail": detail}
+    rules = template()["Resources"]["PingbackForwardFunction"]["Properties"]["Events"]
+    forward_rule = parse_pattern(rules["FinalResults"]["Properties"]["Pattern"])
+    assert matches(forward_rule, event) is forwarded
+    # The URL itself is never in the event.
+    assert WORKER_PINGBACK_URL not in json.dumps(event)
 
 
 def test_the_nonce_is_never_published() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -28,6 +28,7 @@ from pingback_guard.logic.poll_schedule import (
     first_poll_delay,
 )
 from pingback_guard.logic.poller import PollerService, SweepReport
+from pingback_guard.provider.answers import ProviderAnswer
 from tests.fakes import (
     RECAPTCHA_REQUEST,
     UNIT_POLL_POLICY,
@@ -296,11 +297,36 @@ def test_callback_racing_the_poller_is_a_duplicate_not_a_second_write(
 
 
 def test_account_error_stops_the_sweep(store: InMemoryTaskStore) -> None:
-    pending(store, *[str(n) for n in range(1, 10)])
+    # Given more requests due than are asked at once
+    pending(store, *[str(n) for n in range(1, 31)])
     provider = FakeProvider(failure=lambda: ProviderAccountError("res.php get: ERROR_ZERO_BALANCE"))
-    report = poller(store, provider).sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
+    policy = dataclasses.replace(UNIT_POLL_POLICY, max_requests_per_sweep=10)
+    # When the provider says the account cannot pay
+    report = poller(store, provider, policy).sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
+    # Then no request is started after that: only those already in flight were asked
     assert report.account_error and "ZERO_BALANCE" in report.account_error
-    assert len(provider.requests) == 1
+    assert 1 <= len(provider.requests) <= policy.request_workers
+
+
+def test_requests_are_asked_at_once(store: InMemoryTaskStore) -> None:
+    # Given due tasks polled one id per request (image answers may hold '|')
+    image = CaptchaRequest("base64", {"body": "aW1hZ2U="})
+    for n in range(1, 9):
+        store.record_submission(NewTask(str(n), image, SUBMITTED, SUBMITTED + 120))
+    asked_together = threading.Barrier(UNIT_POLL_POLICY.request_workers, timeout=5)
+
+    class WaitsForTheOthers(FakeProvider):
+        def get_results(self, task_ids: Sequence[str]) -> dict[str, ProviderAnswer]:
+            asked_together.wait()  # broken (the sweep fails) if requests went one at a time
+            return super().get_results(task_ids)
+
+    provider = WaitsForTheOthers(answers={str(n): f"answer {n}" for n in range(1, 9)})
+    policy = dataclasses.replace(UNIT_POLL_POLICY, max_requests_per_sweep=8)
+    # When one sweep asks about them
+    report = poller(store, provider, policy).sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
+    # Then the requests were in flight together, and every answer was settled
+    assert (report.requests, report.recovered) == (8, 8)
+    assert sorted(ids for [ids] in provider.requests) == [str(n) for n in range(1, 9)]
 
 
 def test_provider_outage_reschedules_and_keeps_going(store: InMemoryTaskStore) -> None:
@@ -322,10 +348,14 @@ def test_requests_per_sweep_are_bounded(store: InMemoryTaskStore) -> None:
     assert all(len(batch) <= UNIT_POLL_POLICY.ids_per_request for batch in provider.requests)
 
 
+# One request in flight at a time: the test knows which request saw which time left.
+ONE_AT_A_TIME = dataclasses.replace(UNIT_POLL_POLICY, request_workers=1)
+
+
 def test_the_sweep_stops_before_the_deadline(store: InMemoryTaskStore) -> None:
     pending(store, *[str(n) for n in range(1, 10)])
     provider = FakeProvider()
-    report = poller(store, provider).sweep(
+    report = poller(store, provider, ONE_AT_A_TIME).sweep(
         now=SUBMITTED + 130,
         remaining_seconds=lambda: [60.0, 30.0, 5.0][min(len(provider.requests), 2)],
     )
@@ -381,7 +411,7 @@ def test_an_odd_ids_answer_falls_back_within_the_budget_and_batching_is_probed_l
 ) -> None:
     pending(store, *[str(n) for n in range(1, 40)])
     provider = FakeProvider(refuse_batches=1)
-    policy = dataclasses.replace(UNIT_POLL_POLICY, batch_probe_seconds=60)
+    policy = dataclasses.replace(ONE_AT_A_TIME, batch_probe_seconds=60)
     service = poller(store, provider, policy)
     report = service.sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
     assert report.batch_refused == 1
@@ -397,7 +427,7 @@ def test_an_odd_ids_answer_falls_back_within_the_budget_and_batching_is_probed_l
 def test_the_deadline_is_checked_before_every_single_id_request(store: InMemoryTaskStore) -> None:
     pending(store, *[str(n) for n in range(1, 10)])
     provider = FakeProvider(refuse_batches=1)
-    report = poller(store, provider).sweep(
+    report = poller(store, provider, ONE_AT_A_TIME).sweep(
         now=SUBMITTED + 130,
         remaining_seconds=lambda: [60.0, 60.0, 60.0, 5.0][min(len(provider.requests), 3)],
     )
@@ -694,3 +724,43 @@ def test_kinds_whose_answers_may_hold_a_pipe_are_polled_one_id_per_request(
         seccode,
         "two words | and a pipe",
     ]
+
+
+def test_batches_refused_while_others_are_in_flight_are_all_asked_again_alone(
+    store: InMemoryTaskStore,
+) -> None:
+    # Given a provider that answers no ids= batch in shape, and several batches asked at once
+    pending(store, *[str(n) for n in range(1, 10)])
+    provider = FakeProvider(answers={str(n): f"answer {n}" for n in range(1, 10)}, refuse_batches=9)
+    policy = dataclasses.replace(UNIT_POLL_POLICY, max_requests_per_sweep=20)
+    # When one sweep asks about them
+    report = poller(store, provider, policy).sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
+    # Then every task was asked again alone and recovered, none lost to the refusals
+    alone = sorted(ids[0] for ids in provider.requests if len(ids) == 1)
+    assert alone == sorted(str(n) for n in range(1, 10))
+    assert report.recovered == 9 and report.batch_refused >= 1
+
+
+class ShardedOrderStore(InMemoryTaskStore):
+    """Due tasks in the order a sharded index gives them: not the most overdue first."""
+
+    def due_tasks(self, now: float, limit: int) -> list[DueTask]:
+        return list(reversed(super().due_tasks(now, limit)))
+
+
+def test_a_sweep_out_of_budget_asks_for_the_most_overdue_tasks_first_whatever_their_kind() -> None:
+    """Given image tasks (one id per request) long overdue behind newer reCAPTCHA and image
+    checks, in the index's order; when a sweep can make two requests; then it asks for the two
+    oldest images, not the batch and the young image the index listed first."""
+    store = ShardedOrderStore()
+    image = CaptchaRequest("base64", {"phrase": "1"})
+    store.record_submission(NewTask("old-1", image, SUBMITTED, SUBMITTED + 8))
+    store.record_submission(NewTask("old-2", image, SUBMITTED, SUBMITTED + 9))
+    store.record_submission(NewTask("young", image, SUBMITTED + 100, SUBMITTED + 125))
+    pending(store, "token-1", "token-2")
+    policy = dataclasses.replace(UNIT_POLL_POLICY, max_requests_per_sweep=2)
+    provider = FakeProvider()
+
+    report = poller(store, provider, policy).sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
+
+    assert sorted(provider.requests) == [["old-1"], ["old-2"]] and report.budget_exhausted == 1

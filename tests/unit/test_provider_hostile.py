@@ -67,8 +67,10 @@ DRIP_SECONDS_PER_BYTE = 0.2
 
 
 @pytest.fixture
-def dripping_server() -> Iterator[str]:
-    """Sends headers at once, then one body byte every 0.2 s (15 s for the whole body)."""
+def dripping_server(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Sends headers at once, then one body byte every 0.2 s (15 s for the whole body), or every
+    `request.param` seconds."""
+    seconds_per_byte = getattr(request, "param", DRIP_SECONDS_PER_BYTE)
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(4)
@@ -81,7 +83,7 @@ def dripping_server() -> Iterator[str]:
             headers = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(DRIPPED_BODY)
             connection.sendall(headers)
             for byte in DRIPPED_BODY:
-                if stopping.wait(DRIP_SECONDS_PER_BYTE):
+                if stopping.wait(seconds_per_byte):
                     return
                 try:
                     connection.sendall(bytes([byte]))
@@ -138,6 +140,8 @@ def test_an_answer_over_the_byte_cap_is_refused(huge_answer_server: str) -> None
         client.get_results(["1"])
 
 
+# Still one read per byte, over 1.5 s: as slow as it gets for an answer within its deadline.
+@pytest.mark.parametrize("dripping_server", [0.02], indirect=True)
 def test_an_honest_answer_still_reads(dripping_server: str) -> None:
     client = CaptchaAiClient(dripping_server, lambda: "k" * 32, call_deadline_seconds=30.0)
     answer = client.get_results(["1"])["1"]

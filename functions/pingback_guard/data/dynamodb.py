@@ -67,9 +67,12 @@ OWNED_BY_CALLER = (
 NON_TASK_KEY_PREFIX = "#"
 POLLER_LEASE_KEY = "#poller-lease"
 PINGBACK_URL_KEY_PREFIX = "#pingback-url#"
-# What a result write sets and a replaced registration or discarded provisional result loses.
 # What this stack's own submit replaces when it gets the same id from the provider.
 REPLACEABLE_ORIGINS = frozenset({TaskOrigin.REGISTER.value, TaskOrigin.SMOKE.value})
+# A task's pingback_forward: whether its result goes to a worker's own pingback URL.
+PINGBACK_FORWARD = "yes"
+NO_FORWARD = "no"
+# What a result write sets and a replaced registration or discarded provisional result loses.
 RESULT_ATTRIBUTES = (
     "solution, #error, received_at, delivered_via, finished_after, usable_until, reported,"
     " reported_at, report_lease_until, read_through_at, last_checked_at, rivals"
@@ -800,10 +803,15 @@ def dynamodb_call(operation: str, send: Callable[..., Any], **request: Any) -> A
 
 
 def _identity(task: NewTask) -> tuple[str, dict[str, object]]:
-    """The SET clause and values of a task's origin, and its nonce, owner and forward URL when it
-    has them."""
-    clause = ", #origin = :origin"
-    values: dict[str, object] = {"origin": task.origin.value}
+    """The SET clause and values of a task's origin and whether its result is forwarded, and its
+    nonce, owner and forward URL when it has them. `pingback_forward` goes into the result event
+    (the URL never does): the forward rule skips "no"; a task written before it existed has none
+    and is still offered to the forwarder."""
+    clause = ", #origin = :origin, pingback_forward = :pingback_forward"
+    values: dict[str, object] = {
+        "origin": task.origin.value,
+        "pingback_forward": PINGBACK_FORWARD if task.forward_url is not None else NO_FORWARD,
+    }
     if task.nonce is not None:
         clause += ", nonce = :nonce"
         values["nonce"] = task.nonce

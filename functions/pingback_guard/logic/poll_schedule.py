@@ -194,6 +194,10 @@ class PollPolicy:
     batch_probe_seconds: float
     # Below botocore's connection pool (10), so no write waits for a connection.
     store_writers: int = 8
+    # res.php requests in flight at once (requests' pool keeps 10 connections per host). 2captcha's
+    # rules limit checks per task, not requests at once; four keep a sweep of one-id requests
+    # (images, GeeTest) within a minute at a second a request.
+    request_workers: int = 4
 
     @property
     def schedule(self) -> CheckSchedule:

@@ -6,8 +6,9 @@ than at the next scheduled minute. Every HTTP request to res.php is budgeted and
 time left before the Lambda deadline. While an invocation holds the lease, a "not ready" moves
 the task's next check in memory and the table is written once when the invocation ends: a task
 whose pingback arrives meanwhile costs no write at all (a due-index move is three write units).
-The answers of one res.php request are written by up to `store_writers` threads at once: each is
-one conditional write, and on a slow table a sweep writing them in a row ran out of time.
+Up to `request_workers` res.php requests are in flight at once, and the answers of one request are
+written by up to `store_writers` threads at once: each is one conditional write, and on a slow
+table a sweep writing them in a row ran out of time.
 """
 
 from __future__ import annotations
@@ -134,6 +135,7 @@ class PollerService:
         # When a holder of the lease last had a task to check (kept in the lease item).
         self._busy_at: float | None = None
         self._writers = ThreadPoolExecutor(policy.store_writers, thread_name_prefix="poll-store")
+        self._askers = ThreadPoolExecutor(policy.request_workers, thread_name_prefix="poll-ask")
 
     def run(
         self,
@@ -199,34 +201,79 @@ class PollerService:
         report.due = len(due)
         pending = [task for task in due if not self._deferred(task, now, report)]
         pending += self._riders(now, len(pending), waiting)
-        queue = self._requests_for(pending, now)
-        while queue:
-            if report.requests >= self._policy.max_requests_per_sweep:
-                report.budget_exhausted += 1
-                break
-            if self._time_left(remaining_seconds) <= 0:
-                report.stopped_early = True
-                break
-            batch = queue.pop(0)
-            report.requests += 1
-            try:
-                answers = self._provider.get_results([task.task_id for task in batch])
-            except ProviderBatchRefusedError:
-                # This sweep asks one id per request; batching is probed again later.
-                report.batch_refused += 1
-                self._batching_paused_until = now + self._policy.batch_probe_seconds
-                queue = [[task] for group in [batch, *queue] for task in group]
-                continue
-            except ProviderAccountError as error:
-                report.account_error = str(error)
-                break
-            except ProviderRetryableError:
-                report.retryable_errors += 1
-                answers = {}
-            if not self._settle(batch, answers, now, remaining_seconds, report):
-                report.stopped_early = True
-                return report
+        self._ask_all(self._requests_for(pending, now), now, remaining_seconds, report)
         return report
+
+    def _ask_all(
+        self,
+        queue: list[list[DueTask]],
+        now: float,
+        remaining_seconds: Callable[[], float],
+        report: SweepReport,
+    ) -> None:
+        """Up to request_workers res.php requests at once, each answer settled as it comes.
+
+        One id per request for the kinds whose answers may hold '|' makes a sweep of many due
+        image or GeeTest tasks as many requests; asked one after another, a slow provider or a
+        loaded function got through a few dozen a minute, and tasks waiting behind them were
+        first checked after the provider had forgotten them."""
+        in_flight: dict[Future[dict[str, ProviderAnswer]], list[DueTask]] = {}
+        asking = True
+        while in_flight or (asking and queue):
+            while asking and queue and len(in_flight) < self._policy.request_workers:
+                asking = self._may_ask(remaining_seconds, report)
+                if asking:
+                    batch = queue.pop(0)
+                    report.requests += 1
+                    task_ids = [task.task_id for task in batch]
+                    in_flight[self._askers.submit(self._provider.get_results, task_ids)] = batch
+            done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in done:
+                batch = in_flight.pop(future)
+                answers = self._answers(future, batch, now, queue, report)
+                if report.account_error:
+                    asking = False
+                if answers is None or report.stopped_early:
+                    continue  # out of time: the tasks not settled stay due
+                if not self._settle(batch, answers, now, remaining_seconds, report):
+                    report.stopped_early = True
+                    asking = False
+
+    def _may_ask(self, remaining_seconds: Callable[[], float], report: SweepReport) -> bool:
+        if report.requests >= self._policy.max_requests_per_sweep:
+            report.budget_exhausted += 1
+            return False
+        if self._time_left(remaining_seconds) <= 0:
+            report.stopped_early = True
+            return False
+        return True
+
+    def _answers(
+        self,
+        future: Future[dict[str, ProviderAnswer]],
+        batch: list[DueTask],
+        now: float,
+        queue: list[list[DueTask]],
+        report: SweepReport,
+    ) -> dict[str, ProviderAnswer] | None:
+        """The request's answers; {} when none came (each task is checked later); None when
+        the batch is asked again or the account stops the sweep."""
+        error = future.exception()
+        if error is None:
+            return future.result()
+        if isinstance(error, ProviderBatchRefusedError):
+            # This sweep asks one id per request; batching is probed again later.
+            report.batch_refused += 1
+            self._batching_paused_until = now + self._policy.batch_probe_seconds
+            queue[:] = [[task] for group in [batch, *queue] for task in group]
+            return None
+        if isinstance(error, ProviderAccountError):
+            report.account_error = str(error)
+            return None
+        if isinstance(error, ProviderRetryableError):
+            report.retryable_errors += 1
+            return {}
+        raise error
 
     def _due(self, now: float) -> tuple[list[DueTask], list[DueTask]]:
         """Due tasks as the table has them, with the next checks held in memory applied; and
@@ -296,11 +343,17 @@ class PollerService:
         return remaining_seconds() - self._policy.deadline_margin_seconds
 
     def _requests_for(self, tasks: Sequence[DueTask], now: float) -> list[list[DueTask]]:
-        """ids= batches of the kinds whose answers never hold '|'; every other task alone."""
+        """ids= batches of the kinds whose answers never hold '|'; every other task alone. The
+        most overdue first, whatever its kind or index shard: a sweep that runs out of time or
+        budget leaves the latest checks for the next one, never the same old tasks again (the
+        soak lost images and GeeTest, asked one id each behind every batch and young check,
+        never checked until the provider had forgotten them)."""
         size = self._policy.ids_per_request if now >= self._batching_paused_until else 1
-        batchable = [task for task in tasks if not polled_alone(task.method)]
+        ordered = sorted(tasks, key=lambda task: task.due_at)
+        batchable = [task for task in ordered if not polled_alone(task.method)]
         batches = [batchable[start : start + size] for start in range(0, len(batchable), size)]
-        return batches + [[task] for task in tasks if polled_alone(task.method)]
+        alone = [[task] for task in ordered if polled_alone(task.method)]
+        return sorted(batches + alone, key=lambda request: request[0].due_at)
 
     def _deferred(self, task: DueTask, now: float, report: SweepReport) -> bool:
         """A task likely not solved yet, or checked a moment ago by a waiting worker's

@@ -1,7 +1,7 @@
 """boto3 clients of the runtime itself (deployer, SQS pollers), pointed at the moto server."""
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import boto3
@@ -43,20 +43,27 @@ OTHER_WORKER = LocalPrincipal(
 """A second caller, for tests of what one principal may see of another's tasks."""
 LOCAL_PRINCIPALS = {principal.access_key: principal for principal in (WORKER, OTHER_WORKER)}
 _CLIENT_CONFIG = Config(retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=32)
+# One session per region for every client the runtime and its tests make: a session's loader
+# keeps the service models it has read, so a new client costs milliseconds instead of a parse
+# of botocore's JSON models (a stack start makes about 80). The lock because creating boto3
+# clients from one session is not thread safe.
+_SESSIONS: dict[str, boto3.Session] = {}
+_SESSIONS_LOCK = threading.Lock()
 
 
-@dataclass
+@dataclass(frozen=True)
 class AwsEndpoint:
     """Where moto listens and which region the stack lives in."""
 
     url: str
     region: str
-    _session_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def client(self, service: str) -> Any:
-        """A new client; the lock because creating boto3 clients is not thread safe."""
-        with self._session_lock:
-            session = fake_session(self.region)
+        """A new client of its own (its own connection pool)."""
+        with _SESSIONS_LOCK:
+            session = _SESSIONS.get(self.region)
+            if session is None:
+                session = _SESSIONS[self.region] = fake_session(self.region)
             return session.client(service, endpoint_url=self.url, config=_CLIENT_CONFIG)  # type: ignore[call-overload]
 
 
