@@ -5,6 +5,7 @@ arrive exactly through the callback and through res.php."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import functools
 from collections.abc import Callable, Iterator, Mapping
@@ -18,7 +19,7 @@ from infra.local.apigateway.signing import credentials_of
 from infra.local.runtime.aws import WORKER
 from infra.simulator import Simulator
 from infra.simulator.answers import SIM_TEXT_PREFIX
-from pingback_guard_client import Client, Solution
+from pingback_guard_client import AsyncClient, Client, Solution
 from tests.local.support import QUICK_SOLVES
 from tests.local.test_compat_protocol import in_php, issue_key, res_php
 from tests.waiting import wait_until
@@ -134,6 +135,31 @@ def test_odd_but_real_answers_arrive_exactly_through_the_callback_and_res_php(
     for answer, solution in solved.items():
         assert solution.raw == answer and solution.answer == {"type": "text", "text": answer}
         assert (solution.delivered_via == "callback") is (pingbacks == "delivered")
+
+
+def test_the_asyncio_client_s_kind_calls_get_exactly_the_providers_answer(
+    client: Client, simulator: Simulator
+) -> None:
+    """The same per-kind calls awaited, at once, every pingback dropped."""
+    simulator.update_faults(pingback_drop_rate=1.0)
+    guard = AsyncClient(client=client)
+
+    async def solve() -> list[Solution]:
+        return list(
+            await asyncio.gather(
+                guard.geetest("f1ab2cdefa3456", "12345678abc9", PAGE, timeout=90),
+                guard.normal(read_as("два слова; a/b"), timeout=90),
+                guard.bls("664", [IMAGE] * 9, timeout=90),
+            )
+        )
+
+    geetest, image, bls = asyncio.run(solve())
+    for solution in (geetest, image, bls):
+        assert solution.raw == provider_answer(simulator, solution.task_id)
+        assert solution.delivered_via != "callback" and solution.answer_fits is True
+    assert image.raw == "два слова; a/b" and str((geetest.answer or {})["seccode"]).endswith(
+        "|jordan"
+    )
 
 
 def read_as(text: str) -> bytes:

@@ -78,6 +78,7 @@ def test_every_final_transition_is_published_and_applied_exactly_once(stack: Loc
         owner=OWNER,
         nonce="bm9uY2U",
         origin="submit",
+        pingback_forward="yes",
         token_lifetime_seconds=120.0,
         submitted_at=990.0,
     )
@@ -126,6 +127,7 @@ def test_every_final_transition_is_published_and_applied_exactly_once(stack: Loc
         "error": "",
         "owner": OWNER,
         "origin": "submit",
+        "pingback_forward": "yes",
         "solution": TOKEN,
     }
     late = next(d for d in details if d["task_id"] == "5002" and d["status"] == "SOLVED")

@@ -236,3 +236,13 @@ def test_a_stopped_pipe_is_alarmed_by_what_should_flow_through_it(
     assert {
         query["MetricStat"]["Period"] for query in queries.values() if "MetricStat" in query
     } == {300}
+
+
+def test_the_dashboard_charts_the_pipe_s_executions_next_to_the_results_stored(
+    resources: dict[str, Any],
+) -> None:
+    body = resources["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"][0]
+    for metric in ("Invocations", "ExecutionFailed"):
+        assert f'["AWS/EventBridge/Pipes", "{metric}", "PipeName", "${{ResultEventsPipe}}"' in body
+    for stored in ("CallbackAccepted", "ReplayStored", "PollRecovered", "ReadThroughRecovered"):
+        assert f'["${{Ns}}", "{stored}", "service", "${{Svc}}", {{"label": "stored by' in body
