@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -20,13 +21,18 @@ os.environ.update(
 os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ.pop("AWS_PROFILE", None)
 
+_INTEGRATION_SUITE = Path(__file__).parent / "integration"
+
 
 def _longest_first(item: pytest.Item) -> int:
-    """Chaos runs, then the local-stack modules, then the rest: `make test` spreads test files
-    over its workers in this order, so the longest start first and none finishes alone."""
+    """Chaos runs, then the local-stack modules, then the moto and DynamoDB Local suites, then the
+    rest: `make test` spreads test files over its workers in this order, so the longest start
+    first and none finishes alone."""
     if item.get_closest_marker("chaos"):
         return 0
-    return 1 if item.get_closest_marker("local_stack") else 2
+    if item.get_closest_marker("local_stack"):
+        return 1
+    return 2 if item.path.is_relative_to(_INTEGRATION_SUITE) else 3
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import sys
@@ -37,10 +38,19 @@ HANDLER_FUNCTIONS = (
 )
 
 
+@functools.cache
+def _default_session() -> boto3.Session:
+    return boto3.Session()
+
+
 @pytest.fixture
 def aws() -> Iterator[None]:
     make_dynamodb_writes_atomic()
     with mock_aws():
+        # mock_aws() resets boto3's default session: without one kept across tests, every
+        # boto3.client() of every test would build a session and parse botocore's service
+        # models again. moto intercepts the clients of any session alike.
+        boto3.DEFAULT_SESSION = _default_session()
         yield
 
 
