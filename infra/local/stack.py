@@ -296,6 +296,10 @@ class LocalStack(Service):
         """Bus deliveries not finished yet (queued, running, or waiting for a retry)."""
         return 0 if self._event_bus is None else self._event_bus.backlog()
 
+    def result_events_finished(self) -> int:
+        """Bus deliveries ended so far: grows while the consumers work off a backlog."""
+        return 0 if self._event_bus is None else self._event_bus.finished()
+
     def info(self) -> dict[str, Any]:
         return self.ready.to_json()
 

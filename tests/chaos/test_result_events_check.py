@@ -66,30 +66,48 @@ def test_a_result_published_for_an_unregistered_id_fails() -> None:
 
 
 class ConsumerBehind:
-    """A stack whose consumer works off `backlog` deliveries, `per_look` every look, on a clock
-    that moves a second per look."""
+    """A stack whose consumer works off `per_look` deliveries every look, on a clock that moves a
+    second per look, while a pipe still reading its stream adds `fed_per_look` until it has put
+    `still_to_read` more on the bus."""
 
-    def __init__(self, backlog: int, per_look: int) -> None:
+    def __init__(
+        self, backlog: int, per_look: int, fed_per_look: int = 0, still_to_read: int = 0
+    ) -> None:
         self.backlog, self.per_look, self.now = backlog, per_look, 0.0
+        self.fed_per_look, self.still_to_read = fed_per_look, still_to_read
+        self.finished = 0
 
     def result_events_settled(self) -> bool:
-        return self.backlog == 0
+        return self.backlog == 0 and self.still_to_read == 0
 
-    def result_events_backlog(self) -> int:
-        return self.backlog
+    def result_events_finished(self) -> int:
+        return self.finished
 
     def clock(self) -> float:
         return self.now
 
     def sleep(self, _seconds: float) -> None:
         self.now += 1
-        self.backlog = max(0, self.backlog - self.per_look)
+        done = min(self.backlog, self.per_look)
+        fed = min(self.still_to_read, self.fed_per_look)
+        self.backlog += fed - done
+        self.still_to_read -= fed
+        self.finished += done
 
 
 def test_a_consumer_minutes_behind_is_waited_for_while_it_makes_progress() -> None:
     stack = ConsumerBehind(backlog=2_800, per_look=7)  # 400 s of work
     wait_for_result_events(stack, clock=stack.clock, sleep=stack.sleep)
     assert stack.backlog == 0 and stack.now >= 400
+
+
+def test_a_backlog_a_pipe_keeps_level_is_waited_for_while_deliveries_end() -> None:
+    # Given a pipe still reading its stream as fast as the consumer works (the backlog stays level)
+    stack = ConsumerBehind(backlog=50, per_look=5, fed_per_look=5, still_to_read=2_000)
+    # When the run waits for the result events
+    wait_for_result_events(stack, clock=stack.clock, sleep=stack.sleep)
+    # Then it waited the 400 s of feeding and the 10 s of backlog after it, not the stall limit
+    assert (stack.backlog, stack.still_to_read) == (0, 0) and stack.now >= 410
 
 
 def test_a_consumer_that_makes_no_progress_is_judged_after_the_stall_limit() -> None:

@@ -179,6 +179,7 @@ class LocalEventBus:
         self._deliveries: queue.Queue[_Delivery] = queue.Queue()
         self._published: deque[dict[str, Any]] = deque(maxlen=PUBLISHED_LOG_LIMIT)
         self._unfinished = 0
+        self._finished_count = 0
         self._lock = threading.Lock()
         self._threads = BackgroundThreads()
         self._timers: set[threading.Timer] = set()
@@ -238,6 +239,11 @@ class LocalEventBus:
         """Deliveries queued, running or waiting for a retry."""
         with self._lock:
             return self._unfinished
+
+    def finished(self) -> int:
+        """Deliveries ended so far (delivered, sent to a queue or dropped): only ever grows."""
+        with self._lock:
+            return self._finished_count
 
     def _event(self, entry: BusEntry) -> dict[str, Any]:
         return {
@@ -322,3 +328,4 @@ class LocalEventBus:
     def _finished(self) -> None:
         with self._lock:
             self._unfinished -= 1
+            self._finished_count += 1
