@@ -233,8 +233,9 @@ class PollerService:
                 answers = self._answers(future, batch, now, queue, report)
                 if report.account_error:
                     asking = False
-                if answers is None or report.stopped_early:
-                    continue  # out of time: the tasks not settled stay due
+                if answers is None:
+                    continue
+                # Settled even out of time: no write starts then, and the tasks stay due.
                 if not self._settle(batch, answers, now, remaining_seconds, report):
                     report.stopped_early = True
                     asking = False
