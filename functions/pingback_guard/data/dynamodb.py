@@ -68,7 +68,7 @@ NON_TASK_KEY_PREFIX = "#"
 POLLER_LEASE_KEY = "#poller-lease"
 PINGBACK_URL_KEY_PREFIX = "#pingback-url#"
 # What this stack's own submit replaces when it gets the same id from the provider.
-REPLACEABLE_ORIGINS = frozenset({TaskOrigin.REGISTER.value, TaskOrigin.SMOKE.value})
+REPLACEABLE_ORIGINS = (TaskOrigin.REGISTER.value, TaskOrigin.SMOKE.value)
 # A task's pingback_forward: whether its result goes to a worker's own pingback URL.
 PINGBACK_FORWARD = "yes"
 NO_FORWARD = "no"
@@ -161,10 +161,11 @@ class DynamoDbTaskStore:
             self._write_pending(
                 task,
                 described,
-                condition="#origin IN (:register, :smoke)",
+                condition="#origin IN ("
+                + ", ".join(f":origin{n}" for n in range(len(REPLACEABLE_ORIGINS)))
+                + ")",
                 condition_values={
-                    "register": TaskOrigin.REGISTER.value,
-                    "smoke": TaskOrigin.SMOKE.value,
+                    f"origin{n}": origin for n, origin in enumerate(REPLACEABLE_ORIGINS)
                 },
                 remove=f" REMOVE {RESULT_ATTRIBUTES}",
             )
