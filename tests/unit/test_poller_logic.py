@@ -487,6 +487,26 @@ def test_a_task_not_due_yet_rides_along_in_a_request_made_for_another(
     assert provider.requests == [["1", "2"]] and report.requests == 1  # 3: too early to ask
 
 
+def test_riding_never_costs_a_request_of_its_own(store: InMemoryTaskStore) -> None:
+    """Given a GeeTest task (one id per request) and a reCAPTCHA one, each past the provider's
+    earliest check but not due yet: a request made for a due reCAPTCHA task carries no GeeTest
+    rider (it would be a request of its own), and a request made for a due GeeTest task makes no
+    ids= request for riders. Before, each sweep asked a young GeeTest task alone."""
+    geetest = CaptchaRequest("geetest", {"gt": "g", "challenge": "c", "pageurl": "https://a.test"})
+    pending(store, "due-token", first_poll=SUBMITTED + 20)
+    store.record_submission(NewTask("young-geetest", geetest, SUBMITTED, SUBMITTED + 30))
+    provider = FakeProvider()
+    poller(store, provider).sweep(now=SUBMITTED + 20, remaining_seconds=plenty)
+    assert provider.requests == [["due-token"]]
+
+    store = InMemoryTaskStore()
+    store.record_submission(NewTask("due-geetest", geetest, SUBMITTED, SUBMITTED + 20))
+    pending(store, "young-token", first_poll=SUBMITTED + 30)
+    provider = FakeProvider()
+    poller(store, provider).sweep(now=SUBMITTED + 20, remaining_seconds=plenty)
+    assert provider.requests == [["due-geetest"]]
+
+
 def test_a_task_rides_from_the_earliest_check_a_min_gap_after_its_last_for_its_first_checks(
     store: InMemoryTaskStore,
 ) -> None:

@@ -1,11 +1,13 @@
 """Push delivery rules (issue 24): only the owner's connections get a result, a reconnecting
-worker gets the current state of its own tasks, gone connections are forgotten."""
+worker gets the current state of its own tasks, gone connections are forgotten; what is pushed
+is the GET view (issue 23: the answer parsed for its kind)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pingback_guard.domain.task import DeliveryPath, NewTask, TaskResult
+from pingback_guard.domain.task import CaptchaRequest, DeliveryPath, NewTask, TaskResult
+from pingback_guard.logic.get_task import worker_view
 from pingback_guard.logic.push import (
     InvalidSubscription,
     PushService,
@@ -137,35 +139,57 @@ def detail(**fields: str) -> dict[str, str]:
     }
 
 
-def test_a_result_event_that_says_it_all_is_pushed_without_reading_the_task() -> None:
+def test_a_failed_result_event_is_pushed_without_reading_the_task() -> None:
     service, tasks, _, sender = pushing()
     service.connect("a", OWNER, NOW)
-    event = result_of_event(detail(), NOW)
+    event = result_of_event(detail(status="FAILED", solution="", error="ERROR_CAPTCHA_UNSOLVABLE"))
     assert event is not None and event.owner == OWNER
     service.deliver("101", NOW, event)  # the task is not even in this store
     [(_, message)] = sender.sent
     view = message["task"]
-    assert (view["status"], view["solution"], view["usable"]) == ("SOLVED", TOKEN, True)
-    assert view["token_age_seconds"] == 2.0 and view["error"] is None
+    assert (view["status"], view["error"]) == ("FAILED", "ERROR_CAPTCHA_UNSOLVABLE")
+    assert (view["solution"], view["usable"], view["usable_until"]) == (None, False, None)
+    assert view["finished_at_earliest"] == NOW - 2 and view["token_age_seconds"] is None
     assert not tasks.tasks
 
 
 @pytest.mark.parametrize(
     "fields",
-    [{"owner": ""}, {"solution": ""}, {"status": "PENDING"}],
-    ids=["no owner", "token not published", "not final"],
+    [{"owner": ""}, {}, {"solution": ""}, {"status": "PENDING"}],
+    ids=["no owner", "solved", "token not published", "not final"],
 )
 def test_an_event_that_cannot_say_it_all_leaves_the_table_to_say_it(fields: dict[str, str]) -> None:
-    assert result_of_event(detail(**fields), NOW) is None
+    assert result_of_event(detail(**fields)) is None
 
 
-def test_a_failed_result_event_carries_its_error_and_no_token() -> None:
-    event = result_of_event(
-        detail(status="FAILED", solution="", error="ERROR_CAPTCHA_UNSOLVABLE"), NOW
+IMAGE_REQUEST = CaptchaRequest("base64", {"phrase": "1"})
+GEETEST_REQUEST = CaptchaRequest("geetest", {"gt": "g", "challenge": "c", "pageurl": "https://a"})
+SECCODE = '{"challenge":"c","validate":"v","seccode":"v|jordan"}'
+
+
+def test_a_pushed_solution_is_the_view_a_get_answers_raw_and_parsed_for_its_kind() -> None:
+    """Given a solved image task and a solved GeeTest task, what is pushed (on the result and on
+    subscribe) is their GET view: the raw answer, its parsed form, and no usable_until for an
+    answer without a lifetime. Before, a push worker got neither the parsed form nor that."""
+    service, tasks, _, sender = pushing()
+    for task_id, request, answer in (
+        ("201", IMAGE_REQUEST, "два слова"),
+        ("202", GEETEST_REQUEST, SECCODE),
+    ):
+        tasks.record_submission(NewTask(task_id, request, NOW - 30, NOW - 5, owner=OWNER))
+        tasks.record_result(TaskResult(task_id, answer, DeliveryPath.POLL, received_at=NOW - 1))
+    service.connect("a", OWNER, NOW)
+    service.deliver("201", NOW)
+    service.subscribe("a", ["202"], NOW)
+    image = sender.sent[0][1]["task"]
+    [geetest] = sender.sent[1][1]["tasks"]
+    for task_id, view in (("201", image), ("202", geetest)):
+        stored = tasks.get(task_id)
+        assert stored is not None and view == worker_view(stored, NOW)
+    assert (image["kind"], image["answer"], image["answer_fits"]) == (
+        "image",
+        {"type": "text", "text": "два слова"},
+        True,
     )
-    assert event is not None
-    assert (event.view["error"], event.view["solution"], event.view["usable"]) == (
-        "ERROR_CAPTCHA_UNSOLVABLE",
-        None,
-        False,
-    )
+    assert (image["usable_until"], image["usable"]) == (None, True)
+    assert geetest["solution"] == SECCODE and geetest["answer"]["seccode"] == "v|jordan"

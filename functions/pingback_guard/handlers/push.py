@@ -94,7 +94,7 @@ def _deliver(event: dict[str, Any]) -> dict[str, Any]:
         return {"pushed": 0}
     now = time.time()
     try:
-        report = service.deliver(task_id, now, result_of_event(detail, now))
+        report = service.deliver(task_id, now, result_of_event(detail))
     except StoreError as error:
         # Raised: EventBridge retries the event (the worker's paced GET covers the wait).
         logger.error("push lookup failed", extra={"task_id": task_id, "reason": str(error)})

@@ -200,7 +200,8 @@ class PollerService:
             return report
         report.due = len(due)
         pending = [task for task in due if not self._deferred(task, now, report)]
-        pending += self._riders(now, len(pending), waiting)
+        batched = sum(not polled_alone(task.method) for task in pending)
+        pending += self._riders(now, batched, waiting)
         self._ask_all(self._requests_for(pending, now), now, remaining_seconds, report)
         return report
 
@@ -294,8 +295,9 @@ class PollerService:
 
     def _riders(self, now: float, requested: int, planned: Sequence[DueTask]) -> list[DueTask]:
         """Tasks not due yet (their next check held in memory, or their first one ahead) that
-        may fill the room left in the requests made for ``requested`` due tasks: checked at no
-        request of their own."""
+        may fill the room left in the ids= requests made for ``requested`` due tasks: checked at
+        no request of their own. A kind polled one id per request never rides: its early check
+        would be a request of its own (GeeTest cost two more requests a task that way)."""
         size = self._policy.ids_per_request if now >= self._batching_paused_until else 1
         room = -requested % size if requested else 0
         if not room:
@@ -308,7 +310,11 @@ class PollerService:
         ]
         waiting = [task for task in planned if task.due_at > now] + ahead
         schedule = self._policy.schedule
-        riders = [task for task in waiting if schedule.may_ride(task, now)]
+        riders = [
+            task
+            for task in waiting
+            if not polled_alone(task.method) and schedule.may_ride(task, now)
+        ]
         return sorted(riders, key=lambda task: task.due_at)[:room]
 
     def _reschedule(

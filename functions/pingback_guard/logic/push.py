@@ -21,6 +21,7 @@ from pingback_guard.domain.bounded_json import InvalidJsonError, parse_json
 from pingback_guard.domain.errors import ConnectionGoneError, PushError
 from pingback_guard.domain.task import TaskStatus, normalise_task_id
 from pingback_guard.logic.access import may_access
+from pingback_guard.logic.get_task import worker_view
 
 MAX_SUBSCRIBED_IDS = 50
 MAX_SUBSCRIPTION_BYTES = 4096
@@ -51,33 +52,26 @@ class PushedResult:
     view: dict[str, Any]
 
 
-def result_of_event(detail: Mapping[str, Any], now: float) -> PushedResult | None:
-    """The view a GET would answer, from a result event's detail (the table's stream image:
-    every value a string, "" where the item had none); None when the event cannot say it all
-    (no owner, or a token the stack does not publish): then the table is read."""
-    owner, status, solution = (
-        str(detail.get(key) or "") for key in ("owner", "status", "solution")
-    )
-    if not owner or status not in FINAL_STATUSES or (status == TaskStatus.SOLVED and not solution):
+def result_of_event(detail: Mapping[str, Any]) -> PushedResult | None:
+    """The view a GET would answer of a task that failed or expired, from a result event's
+    detail (the table's stream image: every value a string, "" where the item had none); None
+    when the event cannot say it all: no owner, or a solved task (its answer parsed for its kind,
+    and whether that kind's answers have a lifetime, need the task's request, which no event
+    carries): then the table is read."""
+    owner, status = (str(detail.get(key) or "") for key in ("owner", "status"))
+    if not owner or status not in FINAL_STATUSES or status == TaskStatus.SOLVED:
         return None
-    earliest, latest, usable_until = (
-        _number(detail.get(key))
-        for key in ("finished_at_earliest", "finished_at_latest", "usable_until")
-    )
-    has_token = bool(solution)
     view = {
         "task_id": str(detail.get("task_id")),
         "status": status,
-        "solution": solution or None,
+        "solution": None,
         "error": str(detail.get("error") or "") or None,
         "delivered_via": str(detail.get("delivered_via") or "") or None,
-        "finished_at_earliest": earliest,
-        "finished_at_latest": latest,
-        "usable_until": usable_until if has_token else None,
-        "usable": has_token and usable_until is not None and now < usable_until,
-        "token_age_seconds": (
-            round(now - earliest, 3) if has_token and earliest is not None else None
-        ),
+        "finished_at_earliest": _number(detail.get("finished_at_earliest")),
+        "finished_at_latest": _number(detail.get("finished_at_latest")),
+        "usable_until": None,
+        "usable": False,
+        "token_age_seconds": None,
     }
     return PushedResult(owner, view)
 
@@ -145,7 +139,7 @@ class PushService:
                 and task.status is not TaskStatus.PENDING
                 and may_access(task, owner)
             ):
-                views.append(task.view(now))
+                views.append(worker_view(task, now))
         report = PushReport()
         if not views:
             return report
@@ -160,7 +154,7 @@ class PushService:
             task = self._tasks.get(task_id)
             if task is None or task.status is TaskStatus.PENDING or task.owner is None:
                 return PushReport()
-            event = PushedResult(task.owner, task.view(now))
+            event = PushedResult(task.owner, worker_view(task, now))
         connections = self._connections.of_owner(event.owner, now)
         report = PushReport(no_connection=0 if connections else 1)
         message = {"type": "task", "task": event.view}
