@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import io
+
 import click
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
+from pingback_guard_cli import main, queues
 from pingback_guard_cli.main import cli
 from pingback_guard_cli.output import cell, console, duration, key_values, relative, table
 
@@ -50,6 +54,21 @@ def test_a_long_value_is_printed_whole_when_stdout_is_not_a_terminal(capsys) -> 
     grid.add_row("solution", token)
     console().print(grid)
     assert token in capsys.readouterr().out
+
+
+def test_a_peek_on_a_narrow_terminal_shows_each_message_id_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    message_id = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"
+    fields = {"kind": "callback", "task_id": "75432198765", "reason": "table unavailable"}
+    found = queues.Peek(1, 0, 5, [queues.PeekedMessage(message_id, 2, NOW, fields)])
+    screen = io.StringIO()
+    monkeypatch.setattr(main, "console", lambda: Console(file=screen, width=70, highlight=False))
+    main._print_peek("dead-letter", found, as_json=False)
+    # The first column's lines, folded or not, put back together.
+    rows = [line for line in screen.getvalue().splitlines() if line.startswith("│")]
+    first_column = [row.split("│")[1].strip() for row in rows]
+    assert message_id in "".join(first_column)
 
 
 def leaf_commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:

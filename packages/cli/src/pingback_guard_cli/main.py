@@ -327,7 +327,7 @@ def _print_peek(queue_name: str, found: queues.Peek, as_json: bool) -> None:
         )  # fmt: skip
         for message in found.messages:
             grid.add_row(
-                Text(message.message_id, no_wrap=True),
+                cell(message.message_id),
                 cell(message.receive_count),
                 Text(when(message.sent_at, now)) if message.sent_at else cell(None),
                 cell(message.fields.get("kind")),
