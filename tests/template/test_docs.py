@@ -101,6 +101,29 @@ def test_the_readme_quotes_the_reference_bench_run_it_names() -> None:
     assert (quoted_run[1], quoted_run[2], quoted_time[1]) == ran.groups()
 
 
+def test_the_function_settings_operations_md_states_are_the_template_s(
+    template: dict[str, Any],
+) -> None:
+    """Its "Every function:" paragraph: the shared memory and tracing, then each function that
+    differs, named, with its own memory ("N MB") and "not traced" when it is not."""
+    text = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    paragraph = text.split("\nEvery function: ", 1)[1].split("\n\n", 1)[0].replace("\n", " ")
+    shared = template["Globals"]["Function"]
+    assert f"{shared['MemorySize']} MB" in paragraph.split(". Except:")[0]
+    assert shared["Tracing"] == "Active" and "X-Ray tracing active" in paragraph
+    for name, body in template["Resources"].items():
+        if body["Type"] != "AWS::Serverless::Function" or body["Properties"].get("CodeUri"):
+            continue  # the example consumer, code from examples/, is documented with it
+        own = {key: body["Properties"].get(key, shared[key]) for key in ("MemorySize", "Tracing")}
+        if own == {key: shared[key] for key in own}:
+            assert f"`{name}`" not in paragraph, f"{name} has the shared settings"
+            continue
+        assert f"`{name}` (" in paragraph, f"{name} differs: {own}"
+        clause = paragraph.split(f"`{name}` (", 1)[1].split(")", 1)[0]
+        assert f"{own['MemorySize']} MB" in clause, (name, clause)
+        assert ("not traced" in clause) == (own["Tracing"] != "Active"), (name, clause)
+
+
 KIND_DOCS = ("README.md", "docs/architecture.md", "docs/operations.md")
 
 
