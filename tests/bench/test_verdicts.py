@@ -14,7 +14,12 @@ from bench.cold_start import TARGET_RATIO, BundleSize, ColdStarts
 from bench.cold_start import _outcome as cold_start_outcome
 from bench.cost import PRICES, Usage
 from bench.cost_section import cost_outcome
-from bench.freshness import WAIT_COST_TARGET_USD, Phase, freshness_outcome
+from bench.freshness import (
+    PUSH_LATENCY_TARGET_SECONDS,
+    WAIT_COST_TARGET_USD,
+    Phase,
+    freshness_outcome,
+)
 from bench.outcome import Headline, SectionOutcome
 from bench.poller_reads import DUE_TASKS, ItemLayouts, SweepReads
 from bench.poller_reads import _outcome as poller_reads_outcome
@@ -143,6 +148,30 @@ def test_freshness_misses_when_delivered_tasks_cost_extra_requests_or_a_token_li
     found = verdicts(freshness_outcome(phases, lifetime=120.0))
     assert found[EXTRA] == "MISSED"
     assert found[WRONG] == "MISSED"
+
+
+PUSH_AFTER = "pushed worker: p95 from the pingback's arrival at the callback to the token in hand"
+
+
+@pytest.mark.parametrize(
+    ("delivered_ages", "expected"),
+    [
+        ([1.0, 2 * PUSH_LATENCY_TARGET_SECONDS], "met"),  # p95 exactly at the target
+        ([1.0, 2 * PUSH_LATENCY_TARGET_SECONDS + 0.02], "MISSED"),  # 10 ms over it
+        ([None, None], "MISSED"),  # no pushed worker had its token: no figure
+    ],
+)
+def test_the_push_latency_misses_its_target_when_the_pushed_worker_is_late(
+    delivered_ages: list[float | None], expected: str
+) -> None:
+    # phase() puts each pingback's arrival half-way through its token's age.
+    phases = [
+        phase(mode, lost, [5.0, 9.0] if lost else [1.0, 2.0])
+        for mode in MODES
+        for lost in (False, True)
+    ]
+    phases[0] = phase("push", False, delivered_ages)
+    assert verdicts(freshness_outcome(phases, lifetime=120.0))[PUSH_AFTER] == expected
 
 
 def test_a_headline_without_a_target_has_no_verdict() -> None:

@@ -88,6 +88,19 @@ def test_each_documented_parameter_has_the_template_s_default(
         assert written.strip("`") == default, (name, written, default)
 
 
+def test_the_readme_quotes_the_reference_bench_run_it_names() -> None:
+    """The README's figures name their run: its date, commit and duration are RESULTS.md's."""
+    results = (ROOT / "bench" / "RESULTS.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ran = re.search(
+        r"^Run (\S+ \S+) UTC at commit `(\w+)`.*the whole run took (\d+) s", results, re.M
+    )
+    quoted_run = re.search(r"from the run of (\S+ \S+) UTC, commit\s+`(\w+)`", readme)
+    quoted_time = re.search(r"the reference run in bench/RESULTS.md took (\d+) s", readme)
+    assert ran and quoted_run and quoted_time, "the run's line or the README's quote changed form"
+    assert (quoted_run[1], quoted_run[2], quoted_time[1]) == ran.groups()
+
+
 KIND_DOCS = ("README.md", "docs/architecture.md", "docs/operations.md")
 
 

@@ -78,12 +78,13 @@ def cli(
 @json_option
 @click.pass_obj
 def status_command(context: Context, as_json: bool) -> None:
-    """Queues, alarms, PENDING/due tasks, last hour; exit 8 when something needs attention.
+    """Queues, alarms, pipe, PENDING/due tasks, last hour; exit 8 when something needs attention.
 
     Depth, in-flight count and oldest-message age of the dead-letter and parking queues, alarms
-    in ALARM, PENDING and due counts from the due index (Query, never Scan) and the last hour's
-    recovered/expired/conflict/503 counts from CloudWatch. Needs attention: an alarm in ALARM,
-    or a message waiting in either queue.
+    in ALARM, the result events pipe's state, PENDING and due counts from the due index (Query,
+    never Scan) and the last hour's recovered/expired/conflict/503 counts from CloudWatch. Needs
+    attention: an alarm in ALARM, a message waiting in either queue, or the pipe stopped or
+    failed.
     """
     found = status.read_status(context.aws, context.stack)
     if as_json:
@@ -118,6 +119,8 @@ def _print_status(found: status.Status) -> None:
     hour = table(*found.last_hour, title="last hour (CloudWatch)", numeric=tuple(found.last_hour))
     hour.add_row(*(_count(value) for value in found.last_hour.values()))
     out.print(hour)
+    pipe = found.pipe_state or "no data"
+    out.print(f"result events pipe: {pipe}")
     alarms = ", ".join(found.alarms_in_alarm) or "none"
     out.print(f"alarms in ALARM: {'[red]' + alarms + '[/]' if found.alarms_in_alarm else alarms}")
     for note in found.notes:

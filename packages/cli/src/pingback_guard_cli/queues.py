@@ -1,4 +1,4 @@
-"""The dead-letter and parking queues: peek without consuming, redrive, purge."""
+"""The dead-letter and parking queues: peek (each message read is one receive), redrive, purge."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`status`: is anything wrong? Queues, alarms, the due index and the last hour's metrics."""
+"""`status`: is anything wrong? Queues, alarms, the result events pipe's state, the due index and
+the last hour's metrics."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ HOURLY_METRICS = {
     "503": ("CallbackUnavailable", "SubmitNotRecorded"),
 }
 _QUEUE_OUTPUTS = {"dead-letter": "DeadLetterQueueUrl", "parking": "ParkingQueueUrl"}
+# Pipes turns a pipe off after persistent errors; its metrics then go silent, so its state is read.
+_PIPE_DOWN_STATES = frozenset({"STOPPED", "STOPPING"})
 
 
 NO_QUEUE_METRICS = (
@@ -26,6 +29,10 @@ NO_QUEUE_METRICS = (
 NO_CUSTOM_METRICS = (
     f"last hour: CloudWatch has no {METRICS_NAMESPACE} metric at all (a local endpoint such as"
     " moto keeps none, or nothing was counted in the last two weeks), so no figure"
+)
+NO_PIPE_STATE = (
+    "result events pipe: the endpoint lists no pipe from the tasks table to the result bus (a"
+    " local endpoint such as moto runs none: the local stack publishes results itself), so no state"
 )
 
 
@@ -43,6 +50,8 @@ class Status:
     stack: str
     queues: list[QueueState]
     alarms_in_alarm: list[str]
+    pipe_state: str | None
+    """The result events pipe's CurrentState (RUNNING...); None where the endpoint has no pipe."""
     pending: int
     due: int
     last_hour: dict[str, float | None]
@@ -57,6 +66,10 @@ class Status:
             for queue in self.queues
             if queue.visible
         ]
+        if self.pipe_state in _PIPE_DOWN_STATES or (self.pipe_state or "").endswith("_FAILED"):
+            reasons.append(
+                f"the result events pipe is {self.pipe_state}: results are stored, not published"
+            )
         return reasons
 
     @property
@@ -71,6 +84,8 @@ class Status:
             notes.append(NO_QUEUE_METRICS)
         if any(value is None for value in self.last_hour.values()):
             notes.append(NO_CUSTOM_METRICS)
+        if self.pipe_state is None:
+            notes.append(NO_PIPE_STATE)
         return notes
 
     def to_json(self) -> dict[str, Any]:
@@ -91,6 +106,7 @@ def read_status(aws: Aws, stack: Stack, now: float | None = None) -> Status:
             queue_state(aws, name, stack.output(key), now) for name, key in _QUEUE_OUTPUTS.items()
         ],
         alarms_in_alarm=alarms_in_alarm(aws, stack.name),
+        pipe_state=pipe_state(aws, stack),
         pending=pending,
         due=due,
         last_hour=hourly_counts(aws, now),
@@ -142,6 +158,18 @@ def alarm_states(aws: Aws, stack_name: str, only: str | None = None) -> list[tup
             if only is None or alarm["StateValue"] == only
         )
     return sorted(found)
+
+
+def pipe_state(aws: Aws, stack: Stack) -> str | None:
+    """The result events pipe's CurrentState: the pipe from the tasks table's stream to the result
+    bus (ListPipes; its name is generated). None where the endpoint has no such pipe."""
+    stream_of = f":table/{stack.output('TasksTableName')}/stream/"
+    bus = f":event-bus/{stack.output('EventBusName')}"
+    for page in aws.client("pipes").get_paginator("list_pipes").paginate():
+        for pipe in page.get("Pipes", []):
+            if stream_of in pipe.get("Source", "") and pipe.get("Target", "").endswith(bus):
+                return str(pipe.get("CurrentState", "UNKNOWN"))
+    return None
 
 
 def due_counts(aws: Aws, stack: Stack, now: float) -> tuple[int, int]:
