@@ -87,7 +87,7 @@ def token_stored(lifetimes: TokenLifetimes) -> TokenStored:
     delivery, and whether it fits its kind."""
 
     def report(result: TaskResult, request: CaptchaRequest | None) -> None:
-        emit_delivery(unread_delivery(result, lifetimes, time.time()))
+        emit_delivery(unread_delivery(result, lifetimes, time.time(), request))
         note_stored_answer(result, request)
 
     return report

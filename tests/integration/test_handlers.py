@@ -50,6 +50,29 @@ class TestCallback:
         assert emitted_metrics(output)["CallbackAccepted"] == 1
         assert TOKEN not in output and SECRET not in output
 
+    def test_an_answer_its_kind_does_not_expect_is_stored_200_flagged_counted_never_logged(
+        self, handlers: Handlers
+    ) -> None:
+        """A reCAPTCHA task answered with words, Cyrillic, '/', ';' and ',': stored exactly,
+        200, served flagged (answer_fits false), and counted by the alarmed metric."""
+        misfit = "два слова / x; 3,14"
+        handlers.register("605")
+        answer = handlers.load("callback").handler(callback_get("605", misfit), FakeLambdaContext())
+        assert (answer["statusCode"], answer["body"]) == (200, "OK")
+        stored = handlers.item("605")
+        assert stored is not None and stored["solution"]["S"] == misfit
+        output = handlers.output()
+        assert emitted_metrics(output)["AnswerShapeMisfit"] == 1
+        assert misfit not in output
+        shaped = event("get_task.json")
+        shaped["pathParameters"] = {"task_id": "605"}
+        view = json.loads(handlers.load("get_task").handler(shaped, FakeLambdaContext())["body"])
+        assert (view["solution"], view["answer"], view["answer_fits"]) == (
+            misfit,
+            {"token": misfit},
+            False,
+        )
+
     def test_2captcha_form_post_from_captured_traffic(self, handlers: Handlers) -> None:
         shaped = event("callback_post_form_2captcha.json")
         form = dict(

@@ -50,6 +50,10 @@ KIND_CALLS: dict[str, Callable[[Client], Solution]] = {
     "hcaptcha": lambda c: c.hcaptcha("a5f74b19-9e45-40e0-b45d-47ff91b7a6c2", PAGE, timeout=90),
     "turnstile": lambda c: c.turnstile("0x4AAAAAAAC3DHQFLr1GavRN", PAGE, timeout=90),
     "normal": lambda c: c.normal(IMAGE, phrase=1, minLen=2, timeout=90),
+    # method=post: the stack uploads the image to the provider as a multipart file.
+    "post": lambda c: c.solve_document(
+        {"method": "post", "file": base64.b64encode(IMAGE).decode(), "numeric": 4}, timeout=90
+    ),
     "grid": lambda c: c.grid(IMAGE, rows=3, cols=3, hintText="cats", timeout=90),
     "coordinates": lambda c: c.coordinates(IMAGE, timeout=90),
     "geetest": lambda c: c.geetest(
@@ -115,6 +119,7 @@ def test_every_kind_gets_exactly_the_providers_answer(
     assert set(solved["geetest_v4"].answer or {}) >= {"lot_number", "pass_token", "captcha_output"}
     clearance = solved["cloudflare_challenge"].answer or {}
     assert clearance["user_agent"] == "Mozilla/5.0 (X11; Linux x86_64)"
+    assert solved["post"].kind == "image" and solved["post"].usable_until is None
     assert solved["normal"].usable_until is None and solved["recaptcha"].usable_until is not None
     verdicts = {
         name: client.report(s.task_id, correct=name != "normal") for name, s in solved.items()

@@ -103,3 +103,17 @@ def test_an_unknown_kind_is_judged_with_the_shortest_lifetime() -> None:
     assert lifetime_seconds(lifetimes, "funcaptcha") == 90
     assert lifetime_seconds(lifetimes, "turnstile") == 300
     assert lifetime_seconds(lifetimes, "base64") is None
+
+
+def test_a_delivery_is_judged_by_its_kinds_lifetime_the_shortest_when_unknown() -> None:
+    """A replay 10 minutes late of an image answer (no lifetime) is not an unusable token; a
+    Turnstile token 200 s old is still usable (300 s); a result of a kind unknown is judged by
+    the shortest lifetime (120 s). Before, every kind was judged by the shortest."""
+    result = TaskResult("9", "два слова", DeliveryPath.REPLAY, ARRIVED)
+    image = CaptchaRequest("base64", {"phrase": "1"})
+    turnstile = CaptchaRequest("turnstile", {"sitekey": "0x4", "pageurl": "https://a.test"})
+    late = ARRIVED + 600
+    assert unread_delivery(result, TOKEN_LIFETIMES, late, image).usable
+    assert not unread_delivery(result, TOKEN_LIFETIMES, late, turnstile).usable
+    assert unread_delivery(result, TOKEN_LIFETIMES, ARRIVED + 200, turnstile).usable
+    assert not unread_delivery(result, TOKEN_LIFETIMES, ARRIVED + 200).usable

@@ -3,6 +3,7 @@ delivery tells about the token's freshness."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -16,7 +17,7 @@ from pingback_guard.domain.task import (
     TokenLifetimes,
 )
 from pingback_guard.kinds.base import ParsedAnswer
-from pingback_guard.kinds.registry import kind_of, parse_answer
+from pingback_guard.kinds.registry import kind_of, lifetime_seconds, parse_answer
 
 # A solution newly stored, with the request its task was stored with (None: a kind unknown).
 TokenStored = Callable[[TaskResult, CaptchaRequest | None], None]
@@ -72,11 +73,20 @@ def stored_delivery(result: TaskResult, stored: Task, delivered_at: float) -> De
     return delivery_of(result, _known_or_zero(stored.usable_until), delivered_at)
 
 
-def unread_delivery(result: TaskResult, lifetimes: TokenLifetimes, delivered_at: float) -> Delivery:
-    """A path that does not read the task assumes the shortest lifetime: a token may be counted
-    unusable a little early (a Turnstile one), never counted usable when it is not."""
-    usable_until = result.finished_at_earliest + lifetimes.shortest
-    return delivery_of(result, usable_until, delivered_at)
+def unread_delivery(
+    result: TaskResult,
+    lifetimes: TokenLifetimes,
+    delivered_at: float,
+    request: CaptchaRequest | None = None,
+) -> Delivery:
+    """A path that does not read the task judges by the request its storing write handed back:
+    its kind's lifetime, none for an answer without one (image text, BLS cells: a replay of
+    one minutes late is not an unusable token); the shortest for a kind unknown (None), so a
+    token may be counted unusable a little early, never counted usable when it is not."""
+    lifetime = lifetime_seconds(lifetimes, request.method if request else None)
+    if lifetime is None:
+        return delivery_of(result, math.inf, delivered_at)
+    return delivery_of(result, result.finished_at_earliest + lifetime, delivered_at)
 
 
 def _known_or_zero(value: float | None) -> float:
