@@ -109,6 +109,24 @@ def test_env_json_gives_every_resource_reference_a_local_value(template: dict[st
             assert "amazonaws.com" not in value, f"{function}: {name} points at AWS"
 
 
+# What a function that calls the provider needs to reach the local simulator, not the real one.
+LOCAL_PROVIDER = {
+    "PROVIDER_BASE_URL": "http://127.0.0.1:8800",
+    "PROVIDER_API_KEY_PARAMETER": "/pingback-guard/local/provider-api-key",
+}
+
+
+def test_env_json_points_every_provider_call_at_the_local_simulator(
+    template: dict[str, Any],
+) -> None:
+    """Otherwise the template's defaults apply: the real provider, and a key moto does not hold."""
+    env = json.loads((ROOT / "env.json").read_text(encoding="utf-8"))
+    for function in FUNCTIONS:
+        if "PROVIDER_BASE_URL" in declared_variables(template, function):
+            given = {**env["Parameters"], **env[function]}
+            assert {name: given.get(name) for name in LOCAL_PROVIDER} == LOCAL_PROVIDER, function
+
+
 # ------------------------------------------------------------------ events
 
 
