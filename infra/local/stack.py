@@ -466,13 +466,11 @@ class LocalStack(Service):
         """Buses and their rule targets first, then the pipes that feed them."""
         options = self.options
         rules = rule_specs(stack, functions)
-        # As many deliveries at once as the busiest target's workers can take.
-        targets = {function for rule in rules for function in rule.functions}
         self._event_bus = LocalEventBus(
             rules,
             self.invoke,
             region=endpoint.region,
-            workers=max(map(self._workers, targets), default=options.workers_per_function),
+            workers_of=self._workers,
             run_time_rules=RunTimeRules(endpoint.client, (rule.name for rule in rules)),
         )
         self._event_bus.start()

@@ -4,9 +4,10 @@ filters and input templates on stream records, event patterns, templates, the bu
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -361,6 +362,41 @@ def test_the_bus_drops_an_event_after_lambdas_async_retries(bus_with: Any) -> No
     wait_until(lambda: bus.backlog() == 0, timeout=10)
     assert len(target.events) == 3
     assert bus.stats.to_json()["dropped"] == 1
+
+
+class StuckTarget:
+    """An invoker whose invocations of `stuck` block until released; others return at once."""
+
+    def __init__(self, stuck: str) -> None:
+        self.stuck = stuck
+        self.released = threading.Event()
+        self.invoked: list[str] = []
+
+    def __call__(self, function: str, event: Any) -> Invocation:
+        self.invoked.append(function)
+        if function == self.stuck:
+            self.released.wait(30)
+        return Invocation("r", result={"ok": True})
+
+
+def test_a_target_whose_invocations_hang_holds_back_no_other_targets_events() -> None:
+    # Given two rules on the bus, the consumer's invocations hanging
+    push_rule = replace(rule(), logical_id="PushRule", name="push-rule", functions=("PushFn",))
+    target = StuckTarget(stuck="ResultConsumerFunction")
+    bus = LocalEventBus(
+        [rule(), push_rule], target, region="us-east-1", workers_of=lambda function: 2
+    )
+    bus.start()
+    try:
+        # When more events arrive than the consumer has workers
+        bus.put_events([entry("SOLVED") for _ in range(5)])
+
+        # Then every one of them still reaches the other target
+        wait_until(lambda: target.invoked.count("PushFn") == 5, timeout=10)
+        assert target.invoked.count("ResultConsumerFunction") == 2
+    finally:
+        target.released.set()
+        bus.stop(5)
 
 
 QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:smoke-queue"

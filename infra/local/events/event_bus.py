@@ -3,6 +3,11 @@ function targets, invoked asynchronously like Lambda does for EventBridge, and t
 targets of rules made on a bus at run time (RunTimeRules: an operator's PutRule/PutTargets
 against moto, as `pingback-guard smoke` does). One matcher and one delivery queue serve both.
 
+Each target has a delivery lane of its own, as on AWS where one target's slowness never holds
+another's events back: a function target gets as many deliveries at once as it has workers, and the
+queue targets of run-time rules share one lane. With one lane for every target, the soak's push
+function got its events minutes late behind the result consumer's.
+
 A failed invocation is retried LAMBDA_ASYNC_RETRIES times (Lambda's default for asynchronous
 invocations), 1 and 2 minutes later as on AWS: NOT divided by the time scale, because what makes
 an invocation fail (a fault window, a dependency down) lasts real seconds here too. Then the
@@ -41,6 +46,8 @@ LAMBDA_ASYNC_RETRY_DELAYS_SECONDS = (60.0, 120.0)
 _WAIT_SECONDS = 0.2
 PUBLISHED_LOG_LIMIT = 100_000
 _REFUSED_BY_POLICY = "AccessDenied (queue policy)"
+QUEUE_TARGETS_LANE = "sqs"
+QUEUE_TARGETS_WORKERS = 2
 
 
 @dataclass(frozen=True)
@@ -165,7 +172,7 @@ class LocalEventBus:
         *,
         region: str,
         retry_delays: Sequence[float] = LAMBDA_ASYNC_RETRY_DELAYS_SECONDS,
-        workers: int = 2,
+        workers_of: Callable[[str], int] = lambda function: 2,
         run_time_rules: RunTimeRules | None = None,
     ) -> None:
         if len(retry_delays) < LAMBDA_ASYNC_RETRIES:
@@ -175,8 +182,13 @@ class LocalEventBus:
         self._invoke = invoke
         self._region = region
         self._retry_delays = tuple(retry_delays)
-        self._workers = workers
-        self._deliveries: queue.Queue[_Delivery] = queue.Queue()
+        self._lane_workers = {
+            **{function: workers_of(function) for rule in rules for function in rule.functions},
+            QUEUE_TARGETS_LANE: QUEUE_TARGETS_WORKERS,
+        }
+        self._lanes: dict[str, queue.Queue[_Delivery]] = {
+            lane: queue.Queue() for lane in self._lane_workers
+        }
         self._published: deque[dict[str, Any]] = deque(maxlen=PUBLISHED_LOG_LIMIT)
         self._unfinished = 0
         self._finished_count = 0
@@ -186,8 +198,9 @@ class LocalEventBus:
         self.stats = BusStats()
 
     def start(self) -> None:
-        for _ in range(self._workers):
-            self._threads.start(self._deliver_forever)
+        for lane, workers in self._lane_workers.items():
+            for _ in range(workers):
+                self._threads.start(self._deliver_forever, self._lanes[lane])
 
     def stop(self, timeout: float) -> None:
         with self._lock:
@@ -215,7 +228,7 @@ class LocalEventBus:
                 self._unfinished += len(targets)
             self.stats.add(put=1, deliveries=len(targets))
             for rule, target in targets:
-                self._deliveries.put(_Delivery(rule, target, event))
+                self._enqueue(_Delivery(rule, target, event))
         return ids
 
     def _rules_on(self, bus_name: str) -> list[RuleSpec]:
@@ -258,10 +271,14 @@ class LocalEventBus:
             "detail": entry.detail,
         }
 
-    def _deliver_forever(self) -> None:
+    def _enqueue(self, delivery: _Delivery) -> None:
+        queued = delivery.target in delivery.rule.queues
+        self._lanes[QUEUE_TARGETS_LANE if queued else delivery.target].put(delivery)
+
+    def _deliver_forever(self, lane: queue.Queue[_Delivery]) -> None:
         while not self._threads.stopping.is_set():
             try:
-                delivery = self._deliveries.get(timeout=_WAIT_SECONDS)
+                delivery = lane.get(timeout=_WAIT_SECONDS)
             except queue.Empty:
                 continue
             try:
@@ -317,7 +334,7 @@ class LocalEventBus:
         def enqueue() -> None:
             with self._lock:
                 self._timers.discard(timer)
-            self._deliveries.put(delivery)
+            self._enqueue(delivery)
 
         timer = threading.Timer(delay, enqueue)
         timer.daemon = True
