@@ -4,6 +4,7 @@ answer parser (which never refuses: a misfit is flagged, the answer kept)."""
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 
@@ -304,6 +305,15 @@ def test_a_stored_answer_is_judged_against_its_tasks_kind() -> None:
     )
     unknown = judged_answer(None, TaskResult("6", "x y", DeliveryPath.CALLBACK, 1010.0))
     assert (unknown.kind, unknown.parsed.fits) == (None, True)
+
+
+@pytest.mark.parametrize("method", ["userrecaptcha", "base64", "geetest", None])
+def test_an_answer_shaped_like_an_unknown_provider_error_fits_no_kind(method: str | None) -> None:
+    """Kept as the answer (a pingback comes once), but flagged, whatever the kind."""
+    request = CaptchaRequest(method, VALID_FORMS[method]) if method else None
+    parsed = parse_answer(request, "ERROR_SOMETHING_NEW")
+    assert parsed.fits is False
+    assert "ERROR_SOMETHING_NEW" in json.dumps(parsed.fields)
 
 
 class UnreadableTable(InMemoryTaskStore):

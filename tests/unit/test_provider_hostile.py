@@ -41,10 +41,28 @@ def test_any_json_document_parses_or_is_a_retryable_error(document: dict[str, ob
     _parse_or_retryable(json.dumps(document).encode())
 
 
-@pytest.mark.parametrize("depth", [100, 5_000, 200_000])
-def test_deep_nesting_is_a_retryable_error(depth: int) -> None:
+@pytest.mark.parametrize("depth", [5_000, 200_000])
+def test_nesting_deeper_than_json_can_read_is_a_retryable_error(depth: int) -> None:
     with pytest.raises(ProviderRetryableError):
         _parse_answer("res.php", nested(depth))
+
+
+@pytest.mark.parametrize(
+    "request_value",
+    [
+        {"captcha_id": "a1", "lot": {"n": [1, 2]}, "ok": True, "none": None},
+        [[1, 2], [3, {"x": "привет"}]],
+        "[" * 100 + "]" * 100,
+    ],
+)
+def test_a_json_answer_of_any_shape_is_kept_as_its_compact_text(request_value: object) -> None:
+    value = json.loads(request_value) if isinstance(request_value, str) else request_value
+    body = json.dumps({"status": 1, "request": value}).encode()
+
+    status, answer = _parse_answer("res.php", body)
+
+    assert status == 1
+    assert answer == json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def test_non_utf8_is_never_taken_for_a_token() -> None:

@@ -31,6 +31,9 @@ TASK_PERMANENT_ERRORS = frozenset(
         "ERROR_EMPTY_ACTION",
     }
 )
+# An answer shaped like a provider error code that no list above knows: kept (the provider sends a
+# pingback once), but flagged as not fitting any kind.
+UNKNOWN_ERROR_CODE = re.compile(r"ERROR_[A-Z0-9_]{1,60}")
 # How requests were kept before they were in.php fields: read back from old items and messages.
 LEGACY_SITEKEY_FIELD = {"userrecaptcha": "googlekey"}
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 
-from pingback_guard.domain.task import CaptchaRequest, TokenLifetimes
+from pingback_guard.domain.task import UNKNOWN_ERROR_CODE, CaptchaRequest, TokenLifetimes
 from pingback_guard.kinds import (
     bls,
     cloudflare_challenge,
@@ -103,11 +104,16 @@ def _refuse_unknown(kind: Kind, given: Mapping[str, object]) -> None:
 
 
 def parse_answer(request: CaptchaRequest | None, raw: str) -> ParsedAnswer:
-    """The worker's parsed form of an answer; a task of unknown kind gets the text as it is."""
+    """The worker's parsed form of an answer; a task of unknown kind gets the text as it is.
+    An answer that reads as a provider error code fits no kind."""
     kind = kind_of(request.method if request else None)
     if kind is None or request is None:
-        return ParsedAnswer({"text": raw}, fits=True)
-    return kind.parse_answer(raw, request.fields)
+        parsed = ParsedAnswer({"text": raw}, fits=True)
+    else:
+        parsed = kind.parse_answer(raw, request.fields)
+    if UNKNOWN_ERROR_CODE.fullmatch(raw):
+        return replace(parsed, fits=False)
+    return parsed
 
 
 def polled_alone(method: str | None) -> bool:

@@ -298,9 +298,10 @@ def _parse_answer(endpoint: str, content: bytes) -> tuple[int, Any]:
         document = None
     if isinstance(document, dict) and "status" in document:
         request = document.get("request", "")
-        if _is_flat_json(request):
-            # Some providers answer a GeeTest or BLS task's JSON as JSON, not as a string.
-            request = json.dumps(request, separators=(",", ":"), ensure_ascii=False)
+        if isinstance(request, dict | list):
+            # Some providers answer a GeeTest or BLS task's JSON as JSON, not as a string: kept
+            # whatever its shape (nested too), compact, as the answer's exact text.
+            request = _compact_json(endpoint, request, len(body))
         if isinstance(request, bool) or not isinstance(request, str | int):
             raise ProviderRetryableError(f"{endpoint}: malformed answer (len={len(body)})")
         status = document.get("status")
@@ -312,14 +313,11 @@ def _parse_answer(endpoint: str, content: bytes) -> tuple[int, Any]:
     raise ProviderRetryableError(f"{endpoint}: malformed answer (len={len(body)})")
 
 
-def _is_flat_json(value: object) -> bool:
-    """A JSON object or array of plain values (an answer's fields or cells), nothing nested."""
-    items = (
-        value.values() if isinstance(value, dict) else value if isinstance(value, list) else None
-    )
-    return items is not None and all(
-        isinstance(item, str | int | float) and not isinstance(item, bool) for item in items
-    )
+def _compact_json(endpoint: str, value: object, length: int) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except RecursionError:
+        raise ProviderRetryableError(f"{endpoint}: malformed answer (len={length})") from None
 
 
 def _raise_for(verdict: ProviderAnswer, where: str) -> None:
