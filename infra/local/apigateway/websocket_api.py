@@ -9,7 +9,7 @@ A loopback WebSocket server (the `websockets` package, threads) plays API Gatewa
   a function answering other than 2xx refuses the connection with that status;
 - messages: routed by `$request.body.action` (the only selection expression served), else to
   `$default`; with neither, API Gateway's "Forbidden" message goes back;
-- close: `$disconnect`.
+- close: `$disconnect`. The server sends no keepalive pings of its own, as API Gateway.
 
 A second loopback HTTP server plays the Management API (`POST|GET|DELETE /{stage}/@connections/
 {id}`, 410 GoneException for an unknown connection) that functions reach through the endpoint
@@ -189,6 +189,10 @@ class LocalWebSocketApi:
                     self._port,
                     process_request=self._handshake,
                     compression=None,
+                    # API Gateway never closes a connection over a late pong (only after 10
+                    # idle minutes); the library's server pings did, whenever this busy process
+                    # answered late (the soak's pushed workers lost their connection).
+                    ping_interval=None,
                 )
                 self._port = int(self._server.socket.getsockname()[1])
                 self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
