@@ -1,7 +1,7 @@
 """The stack's EventBridge buses, locally: PutEvents, rule matching, and delivery to the rules'
 function targets, invoked asynchronously like Lambda does for EventBridge, and to the SQS queue
 targets of rules made on a bus at run time (RunTimeRules: an operator's PutRule/PutTargets
-against moto, as `pingback-guard smoke` does). One matcher and one delivery queue serve both.
+against moto, as `pingback-guard smoke` does). One matcher serves both.
 
 Each target has a delivery lane of its own, as on AWS where one target's slowness never holds
 another's events back: a function target gets as many deliveries at once as it has workers, and the
