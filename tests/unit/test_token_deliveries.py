@@ -59,7 +59,7 @@ def test_a_poll_recovery_counts_its_age_from_the_submit() -> None:
         1000.0,
         1130.0,
     )
-    delivery = unread_delivery(result, TOKEN_LIFETIMES, delivered_at=1130.0)
+    delivery = unread_delivery(result, TOKEN_LIFETIMES, 1130.0, None)
     assert (delivery.age_seconds, delivery.usable) == (130.0, False)
 
 
@@ -76,7 +76,7 @@ def test_a_replay_counts_from_the_original_arrival_and_only_once() -> None:
     (result,) = stored.results
     assert stored.requests == [RECAPTCHA_REQUEST]
     assert result.finished_at_earliest == ARRIVED
-    delivery = unread_delivery(result, TOKEN_LIFETIMES, delivered_at=ARRIVED + 87.5)
+    delivery = unread_delivery(result, TOKEN_LIFETIMES, ARRIVED + 87.5, None)
     assert (delivery.path, delivery.age_seconds, delivery.usable) == (
         DeliveryPath.REPLAY,
         87.5,
@@ -98,8 +98,8 @@ def test_an_unknown_kind_is_judged_with_the_shortest_lifetime() -> None:
         recaptcha=120, hcaptcha=90, turnstile=300, geetest=120, cloudflare_challenge=1800
     )
     result = TaskResult("7", TOKEN, DeliveryPath.CALLBACK, received_at=0.0)
-    assert unread_delivery(result, lifetimes, delivered_at=89.9).usable is True
-    assert unread_delivery(result, lifetimes, delivered_at=90.0).usable is False
+    assert unread_delivery(result, lifetimes, 89.9, None).usable is True
+    assert unread_delivery(result, lifetimes, 90.0, None).usable is False
     assert lifetime_seconds(lifetimes, "funcaptcha") == 90
     assert lifetime_seconds(lifetimes, "turnstile") == 300
     assert lifetime_seconds(lifetimes, "base64") is None
@@ -116,4 +116,4 @@ def test_a_delivery_is_judged_by_its_kinds_lifetime_the_shortest_when_unknown() 
     assert unread_delivery(result, TOKEN_LIFETIMES, late, image).usable
     assert not unread_delivery(result, TOKEN_LIFETIMES, late, turnstile).usable
     assert unread_delivery(result, TOKEN_LIFETIMES, ARRIVED + 200, turnstile).usable
-    assert not unread_delivery(result, TOKEN_LIFETIMES, ARRIVED + 200).usable
+    assert not unread_delivery(result, TOKEN_LIFETIMES, ARRIVED + 200, None).usable

@@ -77,7 +77,7 @@ def unread_delivery(
     result: TaskResult,
     lifetimes: TokenLifetimes,
     delivered_at: float,
-    request: CaptchaRequest | None = None,
+    request: CaptchaRequest | None,
 ) -> Delivery:
     """A path that does not read the task judges by the request its storing write handed back:
     its kind's lifetime, none for an answer without one (image text, BLS cells: a replay of
