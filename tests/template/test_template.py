@@ -1140,9 +1140,25 @@ def test_queues_refuse_plain_http_and_unknown_senders(resources: dict[str, Any])
         ]
         if statement["Sid"] == "OnlyProducersSend"
     ]
-    assert senders["Condition"]["ArnNotEquals"]["aws:PrincipalArn"] == [
-        {"Fn::GetAtt": ["SubmitFunctionRole", "Arn"]},
-        {"Fn::GetAtt": ["CallbackFunctionRole", "Arn"]},
+    allowed = senders["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]
+    assert allowed == [
+        {"Fn::GetAtt": [role, "Arn"]}
+        for role in _roles_granted(resources, "sqs:SendMessage", "DeadLetterQueue")
+    ]
+
+
+def _roles_granted(resources: dict[str, Any], action: str, queue: str) -> list[str]:
+    """The roles whose own policy allows `action` on the queue, in template order: an explicit Deny
+    in the queue's policy would silently overrule any of them left out of its allowed senders."""
+    target = {"Fn::GetAtt": [queue, "Arn"]}
+    return [
+        name
+        for name, role in of_type(resources, "AWS::IAM::Role").items()
+        for policy in role["Properties"].get("Policies", [])
+        for statement in policy["PolicyDocument"]["Statement"]
+        if statement["Effect"] == "Allow"
+        and action in as_list(statement["Action"])
+        and target in as_list(statement["Resource"])
     ]
 
 
