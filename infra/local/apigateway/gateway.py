@@ -3,8 +3,14 @@
 It can be taken down and brought back at runtime; while down its port refuses connections. With a
 GatewayTls it also serves every route over HTTPS on a second port (apigateway/tls.py's test CA).
 IAM-authorised routes verify the SigV4 signature against the local principals (403 otherwise).
+It refuses what API Gateway and Lambda refuse, where they do (apigateway/limits.py,
+docs/aws-limits.md): a request line and headers over the quota and a body over the payload quota
+before any route is matched, an event Lambda would refuse as too large before the function runs,
+and an answer later than the integration timeout (the invocation runs on, as Lambda's does).
 """
 
+import json
+import queue
 import ssl
 import threading
 import time
@@ -15,7 +21,6 @@ from typing import IO, Any
 
 from infra.local.apigateway.http_api import (
     INTERNAL_SERVER_ERROR,
-    MAX_BODY_BYTES,
     NOT_FOUND,
     SERVICE_UNAVAILABLE,
     TOO_LARGE,
@@ -27,12 +32,44 @@ from infra.local.apigateway.http_api import (
     json_response,
     map_result,
 )
+from infra.local.apigateway.limits import (
+    HTTP_API_INTEGRATION_TIMEOUT_SECONDS,
+    HTTP_API_PAYLOAD_BYTES,
+    HTTP_API_REQUEST_LINE_AND_HEADERS_BYTES,
+    LAMBDA_SYNC_PAYLOAD_BYTES,
+)
 from infra.local.apigateway.sigv4 import Denied, SignedRequest, verify
 from infra.local.lambda_.pool import Invocation, PoolClosed
 from infra.local.runtime.aws import LocalPrincipal
 from infra.local.runtime.http_server import LOCALHOST, LocalHttpServer, QuietHandler
 
 Invoker = Callable[[str, Any], Invocation]
+
+
+def invoke_within(invoke: Invoker, function: str, event: Any, timeout: float) -> Invocation | None:
+    """The invocation, or None when it outlasts `timeout`: API Gateway's integration timeout
+    answers the caller, while the function runs on to its own end, as on Lambda."""
+    outcome: queue.Queue[Invocation | BaseException] = queue.Queue(maxsize=1)
+
+    def run() -> None:
+        try:
+            outcome.put(invoke(function, event))
+        except BaseException as error:  # re-raised in the caller's thread
+            outcome.put(error)
+
+    threading.Thread(target=run, daemon=True).start()
+    try:
+        done = outcome.get(timeout=timeout)
+    except queue.Empty:
+        return None
+    if isinstance(done, BaseException):
+        raise done
+    return done
+
+
+def lambda_payload_bytes(event: Any) -> int:
+    """The size of the Invoke request's payload: the event as JSON."""
+    return len(json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode())
 
 
 @dataclass
@@ -57,8 +94,10 @@ class HttpGateway:
         access_log: IO[str],
         observe: ResponseObserver | None = None,
         tls: GatewayTls | None = None,
+        integration_timeout: float = HTTP_API_INTEGRATION_TIMEOUT_SECONDS,
     ) -> None:
         self._observe = observe
+        self._integration_timeout = integration_timeout
         self._tls = tls
         self._tls_server: LocalHttpServer | None = None
         self._routes = routes
@@ -156,10 +195,23 @@ class HttpGateway:
             caller = verified
         event = build_event(request, matched, self._api, caller)
         request_id = event["requestContext"]["requestId"]
+        route_key = matched.route.route_key
+        if lambda_payload_bytes(event) > LAMBDA_SYNC_PAYLOAD_BYTES:
+            # Lambda refuses the Invoke (RequestEntityTooLargeException): the function never
+            # runs, and API Gateway answers as for any invocation Lambda rejects.
+            self._log_line(
+                f"{route_key} 500 (event over Lambda's {LAMBDA_SYNC_PAYLOAD_BYTES} bytes)"
+            )
+            return INTERNAL_SERVER_ERROR, request_id
         started = time.monotonic()
         try:
-            invocation = self._invoke(matched.route.function, event)
+            invocation = invoke_within(
+                self._invoke, matched.route.function, event, self._integration_timeout
+            )
         except PoolClosed:
+            return SERVICE_UNAVAILABLE, request_id
+        if invocation is None:
+            self._log_line(f"{route_key} 503 (integration timeout {self._integration_timeout:g}s)")
             return SERVICE_UNAVAILABLE, request_id
         response = map_result(invocation.result) if invocation.ok else INTERNAL_SERVER_ERROR
         self._log_access(
@@ -214,7 +266,10 @@ class _GatewayHandler(QuietHandler):
             self._serve(gateway)
 
     def _serve(self, gateway: HttpGateway) -> None:
-        body = self.read_body(MAX_BODY_BYTES)
+        if self._request_line_and_header_bytes() > HTTP_API_REQUEST_LINE_AND_HEADERS_BYTES:
+            self.write_response(TOO_LARGE)
+            return
+        body = self.read_body(HTTP_API_PAYLOAD_BYTES)
         if body is None:
             self.write_response(TOO_LARGE)
             return
@@ -231,6 +286,11 @@ class _GatewayHandler(QuietHandler):
         )
         response, request_id = gateway.handle(request)
         self.write_response(response, {"apigw-requestid": request_id} if request_id else None)
+
+    def _request_line_and_header_bytes(self) -> int:
+        """What the quota counts: the request line and the header values."""
+        values = sum(len(value.encode("latin-1", "replace")) for value in self.headers.values())
+        return len(self.requestline.encode("latin-1", "replace")) + values
 
     do_GET = do_request
     do_POST = do_request

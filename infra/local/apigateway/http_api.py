@@ -13,7 +13,6 @@ from typing import Any
 from infra.local.lambda_.triggers import HttpRoute
 from infra.local.runtime.aws import LOCAL_PRINCIPALS, LocalPrincipal
 
-MAX_BODY_BYTES = 10 * 1024 * 1024
 _TEXT_TYPES = re.compile(
     r"^(text/|application/(json|xml|javascript|ld\+json|[\w.+-]*\+(json|xml)))"
 )

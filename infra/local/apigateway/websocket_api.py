@@ -10,6 +10,11 @@ A loopback WebSocket server (the `websockets` package, threads) plays API Gatewa
 - messages: routed by `$request.body.action` (the only selection expression served), else to
   `$default`; with neither, API Gateway's "Forbidden" message goes back;
 - close: `$disconnect`. The server sends no keepalive pings of its own, as API Gateway.
+- limits (apigateway/limits.py): a client message over the message quota closes the connection
+  with 1009; a route's function slower than the integration timeout counts as failed (it runs
+  on); the Management API refuses a post over the message quota (PayloadTooLargeException) and
+  sends a longer one in frames no larger than the frame quota. The twin does not refuse a client
+  frame over the frame quota when its message is within the message quota.
 
 A second loopback HTTP server plays the Management API (`POST|GET|DELETE /{stage}/@connections/
 {id}`, 410 GoneException for an unknown connection) that functions reach through the endpoint
@@ -28,7 +33,7 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
@@ -36,8 +41,13 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 from websockets.sync.server import Server, ServerConnection, serve
 
-from infra.local.apigateway.gateway import Invoker
+from infra.local.apigateway.gateway import Invoker, invoke_within
 from infra.local.apigateway.http_api import ApiContext, HttpResponse, json_response
+from infra.local.apigateway.limits import (
+    WEBSOCKET_FRAME_BYTES,
+    WEBSOCKET_INTEGRATION_TIMEOUT_SECONDS,
+    WEBSOCKET_MESSAGE_BYTES,
+)
 from infra.local.apigateway.sigv4 import Denied, SignedRequest, verify
 from infra.local.cloudformation.deploy import DeployedStack
 from infra.local.lambda_.pool import PoolClosed
@@ -51,7 +61,8 @@ logger = logging.getLogger(__name__)
 _INTEGRATION_FUNCTION_ARN = re.compile(r"functions/(arn:[^/]+)/invocations")
 _ACTION_SELECTION = "$request.body.action"
 _MANAGEMENT_PATH = re.compile(r"^/(?P<stage>[^/]+)/@connections/(?P<connection>[^/]+)$")
-_MAX_POST_BYTES = 128 * 1024
+# UTF-8 takes at most 4 bytes a character: a text fragment this long fits in one frame.
+_FRAME_CHARACTERS = WEBSOCKET_FRAME_BYTES // 4
 _REQUEST_TIME_FORMAT = "%d/%b/%Y:%H:%M:%S +0000"
 _FORBIDDEN_MESSAGE = "Forbidden"
 
@@ -142,14 +153,32 @@ class _Client:
     connection_id: str
     connected_at: float
     identity: dict[str, Any]
+    sending: threading.Lock = field(default_factory=threading.Lock)
+    """One message at a time: the library refuses a send while a fragmented one is under way."""
+
+    def send(self, message: str | bytes) -> None:
+        """In frames no larger than API Gateway's (one frame when it fits)."""
+        size = len(message) if isinstance(message, bytes) else len(message.encode())
+        with self.sending:
+            if size <= WEBSOCKET_FRAME_BYTES:
+                self.connection.send(message)
+            else:
+                self.connection.send(_frames(message))
 
 
 class LocalWebSocketApi:
     """One WebSocket API of the template on 127.0.0.1, with its Management API beside it."""
 
-    def __init__(self, spec: WebSocketApiSpec, invoke: Invoker, api: ApiContext) -> None:
+    def __init__(
+        self,
+        spec: WebSocketApiSpec,
+        invoke: Invoker,
+        api: ApiContext,
+        integration_timeout: float = WEBSOCKET_INTEGRATION_TIMEOUT_SECONDS,
+    ) -> None:
         self.spec = spec
         self._invoke = invoke
+        self._integration_timeout = integration_timeout
         self._api = api
         self._port = 0
         self._server: Server | None = None
@@ -193,6 +222,8 @@ class LocalWebSocketApi:
                     # idle minutes); the library's server pings did, whenever this busy process
                     # answered late (the soak's pushed workers lost their connection).
                     ping_interval=None,
+                    # Past it the library closes the connection with 1009, as API Gateway does.
+                    max_size=WEBSOCKET_MESSAGE_BYTES,
                 )
                 self._port = int(self._server.socket.getsockname()[1])
                 self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -284,7 +315,7 @@ class LocalWebSocketApi:
         route = route or self.spec.routes.get("$default")
         if route is None:
             answer = {"message": _FORBIDDEN_MESSAGE, "connectionId": client.connection_id}
-            client.connection.send(json.dumps(answer))
+            client.send(json.dumps(answer))
             return
         self._call(route, client, "MESSAGE", body=text)
 
@@ -300,9 +331,13 @@ class LocalWebSocketApi:
         """Invoke the route's function; the status API Gateway takes from its answer."""
         event = self._event(route, client, event_type, headers, body)
         try:
-            invocation = self._invoke(route.function, event)
+            invocation = invoke_within(
+                self._invoke, route.function, event, self._integration_timeout
+            )
         except PoolClosed:
             return 503
+        if invocation is None:
+            return 504
         if not invocation.ok:
             return 500
         result = invocation.result
@@ -382,7 +417,7 @@ class LocalWebSocketApi:
         except UnicodeDecodeError:
             text = None
         try:
-            client.connection.send(body if text is None else text)
+            client.send(body if text is None else text)
         except ConnectionClosed:
             self.stats.add(gone=1)
             return _gone()
@@ -395,15 +430,31 @@ class _ManagementHandler(QuietHandler):
 
     def do_request(self) -> None:
         api: LocalWebSocketApi = self.server.app
-        body = self.read_body(_MAX_POST_BYTES)
+        body = self.read_body(WEBSOCKET_MESSAGE_BYTES)
         if body is None:
-            self.write_response(json_response(413, {"message": "Payload Too Large"}))
+            self.write_response(_payload_too_large())
             return
         self.write_response(api.manage(self.command, self.path.partition("?")[0], body))
 
     do_GET = do_request
     do_POST = do_request
     do_DELETE = do_request
+
+
+def _frames(message: str | bytes) -> list[str] | list[bytes]:
+    """The message's fragments, each within one frame (a short message is one fragment)."""
+    if isinstance(message, str):
+        step = _FRAME_CHARACTERS
+        return [message[start : start + step] for start in range(0, len(message), step)] or [""]
+    step = WEBSOCKET_FRAME_BYTES
+    return [message[start : start + step] for start in range(0, len(message), step)] or [b""]
+
+
+def _payload_too_large() -> HttpResponse:
+    """PostToConnection's PayloadTooLargeException (413), as botocore's model reads it."""
+    response = json_response(413, {"message": "The data has exceeded the maximum size allowed."})
+    headers = {**response.headers, "x-amzn-errortype": "PayloadTooLargeException"}
+    return HttpResponse(413, headers, (), response.body)
 
 
 def _gone() -> HttpResponse:

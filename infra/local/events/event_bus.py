@@ -13,7 +13,8 @@ invocations), 1 and 2 minutes later as on AWS: NOT divided by the time scale, be
 an invocation fail (a fault window, a dependency down) lasts real seconds here too. Then the
 event is dropped and counted.
 Events put locally stay in this process (moto's bus is not involved): `published()` is the log
-of the last PUBLISHED_LOG_LIMIT events.
+of the last PUBLISHED_LOG_LIMIT events. An entry larger than PUT_EVENTS_ENTRY_BYTES is refused
+(no event id, never delivered, counted), as PutEvents refuses it.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ PUBLISHED_LOG_LIMIT = 100_000
 _REFUSED_BY_POLICY = "AccessDenied (queue policy)"
 QUEUE_TARGETS_LANE = "sqs"
 QUEUE_TARGETS_WORKERS = 2
+# 1 MB since 2026-01-29 (256 KB before):
+# https://aws.amazon.com/blogs/compute/more-room-to-build-serverless-services-now-support-payloads-up-to-1-mb
+# measured as https://docs.aws.amazon.com/eventbridge/latest/userguide/calculate-putevents-entry-size.html
+PUT_EVENTS_ENTRY_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,13 @@ class BusEntry:
     detail_type: str
     detail: dict[str, Any]
     resources: tuple[str, ...] = ()
+
+    @property
+    def size(self) -> int:
+        """EventBridge's measure: Source, DetailType, Detail and each resource in UTF-8 (no Time
+        is sent here)."""
+        parts = (self.source, self.detail_type, json.dumps(self.detail), *self.resources)
+        return sum(len(part.encode()) for part in parts)
 
 
 @dataclass(frozen=True)
@@ -162,6 +174,7 @@ class BusStats(SharedStats):
     sent_to_queues: int = 0
     retried: int = 0
     dropped: int = 0
+    refused: int = 0
 
 
 class LocalEventBus:
@@ -209,10 +222,17 @@ class LocalEventBus:
         self._threads.stop(timeout)
 
     def put_events(self, entries: Sequence[BusEntry]) -> list[str]:
-        """Accept the entries (event ids returned) and queue a delivery per matching target."""
+        """Accept the entries (event ids returned, none for a refused one) and queue a delivery per
+        matching target."""
         ids: list[str] = []
         rules_on: dict[str, list[RuleSpec]] = {}
         for entry in entries:
+            if entry.size > PUT_EVENTS_ENTRY_BYTES:
+                logger.warning(
+                    "a %d-byte entry on %s refused: over 1 MB", entry.size, entry.bus_name
+                )
+                self.stats.add(refused=1)
+                continue
             event = self._event(entry)
             ids.append(event["id"])
             if entry.bus_name not in rules_on:
