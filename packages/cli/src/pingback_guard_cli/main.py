@@ -387,35 +387,78 @@ def _age(seconds: float | None, visible: int) -> Text:
     metavar="KEY=VALUE",
     help="A parameter override, as `sam deploy --parameter-overrides` takes (repeatable).",
 )
+@click.option(
+    "--smoke/--no-smoke",
+    default=True,
+    show_default=True,
+    help="A smoke check follows the deploy (it needs AdminPrincipalArn).",
+)
+@click.option(
+    "--worker-principal",
+    "worker_principals",
+    multiple=True,
+    metavar="ARN",
+    help="An IAM user or role of the workers whose $connect grant is simulated (repeatable).",
+)
 @json_option
-@click.pass_obj
+@click.pass_context
 def preflight_command(
-    context: Context,
+    ctx: click.Context,
     template: Path,
     config_file: Path,
     config_env: str,
     parameters: tuple[str, ...],
+    smoke: bool,
+    worker_principals: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Before a first deploy: what `sam deploy` would trip on, and what to change.
 
     Reads the account's Lambda concurrency limit, the Powertools layer's SSM parameter in the
-    target region, the provider API key's SSM SecureString and the alarm e-mail. Exit 8 when
-    something must change first. Needs lambda:GetAccountSettings and ssm:GetParameter.
+    target region, the provider API key's SSM SecureString, the alarm e-mail, the API Gateway
+    CloudWatch role (when the push stage logs), what a failed first deploy left (the stack, a
+    retained tasks table), AdminPrincipalArn (with --smoke) and each --worker-principal's
+    $connect grant. The stack is samconfig.toml's stack_name for the config env, unless
+    --stack-name is given. Exit 8 when something must change first. Needs
+    lambda:GetAccountSettings, ssm:GetParameter, apigateway:GET, cloudformation:DescribeStacks
+    and DescribeStackResource, dynamodb:ListTables, iam:GetRole/GetUser and
+    iam:SimulatePrincipalPolicy; a check whose permission is missing says "could not check".
     """
+    context: Context = ctx.obj
     values = preflight.deploy_parameters(template, config_file, config_env, parameters)
     region = context.aws.session.region_name or "(no region)"
-    checks = preflight.run_checks(context.aws, values, region)
+    plan = preflight.Plan(
+        _deploy_stack_name(ctx, config_file, config_env), smoke, worker_principals
+    )
+    checks = preflight.run_checks(context.aws, values, region, plan)
     if as_json:
-        print_json({"region": region, **preflight.to_json(checks)})
+        print_json({"region": region, "stack": plan.stack_name, **preflight.to_json(checks)})
     else:
         grid = table("check", "ok", "found", "change", title=f"preflight in {region}")
         for check in checks:
-            verdict = Text("ok", style="green") if check.ok else Text("CHANGE", style="red")
-            grid.add_row(check.name, verdict, check.found, check.fix or "-")
+            grid.add_row(check.name, _verdict(check), check.found, check.fix or "-")
         console().print(grid)
     if not all(check.ok for check in checks):
         raise click.exceptions.Exit(int(ExitCode.NEEDS_ATTENTION))
+
+
+def _verdict(check: preflight.Check) -> Text:
+    if not check.checked:
+        return Text("not checked", style="yellow")
+    return Text("ok", style="green") if check.ok else Text("CHANGE", style="red")
+
+
+def _deploy_stack_name(ctx: click.Context, config_file: Path, config_env: str) -> str:
+    """--stack-name when given, else the stack samconfig.toml deploys, else the default."""
+    context: Context = ctx.obj
+    group = ctx.parent
+    given = group is not None and group.get_parameter_source("stack_name") not in (
+        click.core.ParameterSource.DEFAULT,
+        None,
+    )
+    if given:
+        return context.stack_name
+    return preflight.samconfig_stack_name(config_file, config_env) or context.stack_name
 
 
 @cli.command("smoke")

@@ -3,10 +3,24 @@ anything is created, and exactly what to change.
 
 - concurrency: AWS keeps 100 of the account's concurrency unreserved, so the deploy's reserved
   concurrency (the *ReservedConcurrency parameters) must leave that much (lambda
-  GetAccountSettings);
+  GetAccountSettings; https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html);
 - the Powertools layer's public SSM parameter exists in the target region;
 - the provider API key's SSM SecureString exists;
-- the alarm e-mail is not samconfig.toml's example.com placeholder.
+- the alarm e-mail is not samconfig.toml's example.com placeholder;
+- a WebSocket stage that logs needs the account's API Gateway CloudWatch role in the region
+  (apigateway GetAccount's cloudwatchRoleArn), or the deploy fails ("CloudWatch Logs role ARN
+  must be set in account settings to enable logging"): only when PushApiAccessLogs is "true", or
+  the template has no such parameter (its push stage then always logs). HTTP API stages never
+  need it. https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-logging.html;
+- the leftovers of a failed first deploy: a stack in ROLLBACK_COMPLETE (it must be deleted before
+  a new deploy) and, with no stack, a retained tasks table of the stack's name (CloudFormation
+  names it <stack>-TasksTable-<suffix>; TasksTable has no TableName);
+- AdminPrincipalArn, when a smoke check is planned: set, an IAM user or role ARN, and existing;
+- each --worker-principal's execute-api:Invoke on the push API's $connect, by
+  iam:SimulatePrincipalPolicy (https://docs.aws.amazon.com/IAM/latest/APIReference/API_SimulatePrincipalPolicy.html)
+  on arn:aws:execute-api:REGION:ACCOUNT:API/STAGE/$connect (https://docs.aws.amazon.com/apigateway/latest/developerguide/apigateway-websocket-control-access-iam.html).
+
+A check the caller may not make (AccessDenied) is reported as not checked: it does not fail.
 
 Parameters: template.yaml's defaults, overridden by samconfig.toml's parameter_overrides of the
 chosen config env, overridden by --parameter KEY=VALUE.
@@ -33,6 +47,17 @@ RESERVED_SUFFIX = "ReservedConcurrency"
 LAYER_PARAMETER = "PowertoolsLayerArn"
 API_KEY_PARAMETER = "ProviderApiKeyParameterName"
 PLACEHOLDER_EMAIL = re.compile(r".*@example\.(com|org|net)")
+PUSH_ACCESS_LOGS_PARAMETER = "PushApiAccessLogs"
+ADMIN_PARAMETER = "AdminPrincipalArn"
+# TasksTable has no TableName: CloudFormation names it <stack>-<logical id>-<suffix>.
+TASKS_TABLE_LOGICAL_ID = "TasksTable"
+PUSH_API_LOGICAL_ID = "PushApi"
+PUSH_API_STAGE = "v1"
+# https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html#identifiers-arns
+IAM_PRINCIPAL_ARN = re.compile(
+    r"arn:(?P<partition>aws[a-z-]*):iam::(?P<account>\d{12}):(?P<kind>user|role)/(?P<path>[\w+=,.@/-]+)"
+)
+_DENIED = frozenset({"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"})
 
 
 @dataclass(frozen=True)
@@ -42,6 +67,21 @@ class Check:
     found: str
     fix: str = ""
     """Exactly what to change; empty when nothing needs to."""
+    checked: bool = True
+    """False: the caller may not read what the check needs (it does not fail then)."""
+
+
+def _not_checked(name: str, permission: str) -> Check:
+    return Check(name, True, f"could not check: {permission} denied to this caller", "", False)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the deploy is about: the stack, and what follows it."""
+
+    stack_name: str
+    smoke: bool = True
+    worker_principals: tuple[str, ...] = ()
 
 
 def deploy_parameters(
@@ -95,17 +135,44 @@ def _any_tag(loader: yaml.SafeLoader, _suffix: str, node: yaml.Node) -> Any:
 _AnyTagLoader.add_multi_constructor("!", _any_tag)
 
 
-def run_checks(aws: Aws, parameters: Mapping[str, str], region: str) -> list[Check]:
-    return [
+def samconfig_stack_name(config_file: Path | None, config_env: str) -> str | None:
+    """The stack name `sam deploy --config-env CONFIG_ENV` would use, if samconfig.toml names it."""
+    if config_file is None or not config_file.exists():
+        return None
+    config = tomllib.loads(config_file.read_text(encoding="utf-8")).get(config_env, {})
+    for command in ("deploy", "global"):
+        name = config.get(command, {}).get("parameters", {}).get("stack_name")
+        if name:
+            return str(name)
+    return None
+
+
+def run_checks(
+    aws: Aws, parameters: Mapping[str, str], region: str, plan: Plan | None = None
+) -> list[Check]:
+    checks = [
         concurrency_check(aws, parameters),
         layer_check(aws, parameters, region),
         api_key_check(aws, parameters, region),
         alarm_email_check(parameters),
+        logging_role_check(aws, parameters, region),
     ]
+    if plan is not None:
+        checks += [
+            leftovers_check(aws, plan.stack_name, region),
+            admin_principal_check(aws, parameters, plan.smoke),
+            connect_grant_check(aws, plan, region),
+        ]
+    return checks
 
 
 def concurrency_check(aws: Aws, parameters: Mapping[str, str]) -> Check:
-    limits = aws.client("lambda").get_account_settings()["AccountLimit"]
+    try:
+        limits = aws.client("lambda").get_account_settings()["AccountLimit"]
+    except ClientError as error:
+        if _code(error) not in _DENIED:
+            raise
+        return _not_checked("concurrency", "lambda:GetAccountSettings")
     limit = int(limits["ConcurrentExecutions"])
     unreserved = int(limits.get("UnreservedConcurrentExecutions", limit))
     reserved = {
@@ -144,6 +211,8 @@ def layer_check(aws: Aws, parameters: Mapping[str, str], region: str) -> Check:
     try:
         arn = aws.client("ssm").get_parameter(Name=name)["Parameter"]["Value"]
     except ClientError as error:
+        if _code(error) in _DENIED:
+            return _not_checked("powertools-layer", "ssm:GetParameter")
         if _code(error) != "ParameterNotFound":
             raise
         return Check(
@@ -166,6 +235,8 @@ def api_key_check(aws: Aws, parameters: Mapping[str, str], region: str) -> Check
     try:
         kind = aws.client("ssm").get_parameter(Name=name)["Parameter"]["Type"]
     except ClientError as error:
+        if _code(error) in _DENIED:
+            return _not_checked("provider-api-key", "ssm:GetParameter")
         if _code(error) != "ParameterNotFound":
             raise
         return Check("provider-api-key", False, f"no SSM parameter {name} in {region}", create)
@@ -190,6 +261,188 @@ def alarm_email_check(parameters: Mapping[str, str]) -> Check:
             " confirm the e-mail AWS sends",
         )
     return Check("alarm-email", True, address or "no subscription (AlarmEmail empty)")
+
+
+def logging_role_check(aws: Aws, parameters: Mapping[str, str], region: str) -> Check:
+    name = "apigateway-logging-role"
+    logs = parameters.get(PUSH_ACCESS_LOGS_PARAMETER)
+    if logs not in (None, "true"):
+        return Check(
+            name,
+            True,
+            f"{PUSH_ACCESS_LOGS_PARAMETER}={logs}: no stage needs the role (HTTP API stages never"
+            " do)",
+        )
+    try:
+        role = aws.client("apigateway").get_account().get("cloudwatchRoleArn")
+    except ClientError as error:
+        if _code(error) not in _DENIED:
+            raise
+        return _not_checked(name, "apigateway:GET on /account")
+    why = (
+        f"{PUSH_ACCESS_LOGS_PARAMETER}=true"
+        if logs
+        else f"no {PUSH_ACCESS_LOGS_PARAMETER} parameter in the template: its push stage logs"
+    )
+    if role:
+        return Check(
+            name, True, f"{why}; the account's API Gateway CloudWatch role in {region}: {role}"
+        )
+    return Check(
+        name,
+        False,
+        f"{why}, and no API Gateway CloudWatch role is set in {region}: the deploy would fail"
+        ' ("CloudWatch Logs role ARN must be set in account settings to enable logging")',
+        "create a role API Gateway may assume with the managed policy"
+        " AmazonAPIGatewayPushToCloudWatchLogs, then `aws apigateway update-account --region"
+        f" {region} --patch-operations op=replace,path=/cloudwatchRoleArn,value=<its ARN>`; or"
+        f" deploy with {PUSH_ACCESS_LOGS_PARAMETER}=false (docs/operations.md)",
+    )
+
+
+def leftovers_check(aws: Aws, stack_name: str, region: str) -> Check:
+    name = "failed-first-deploy"
+    try:
+        stacks = aws.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"]
+    except ClientError as error:
+        if _code(error) in _DENIED:
+            return _not_checked(name, "cloudformation:DescribeStacks")
+        if "does not exist" not in str(error.response.get("Error", {}).get("Message", "")):
+            raise
+        stacks = []
+    if stacks and stacks[0].get("StackStatus") == "ROLLBACK_COMPLETE":
+        return Check(
+            name,
+            False,
+            f"stack {stack_name} is in ROLLBACK_COMPLETE (its first deploy failed): it cannot be"
+            " updated",
+            f"aws cloudformation delete-stack --region {region} --stack-name {stack_name}; then run"
+            " preflight again (a retained tasks table may be left: it says which)",
+        )
+    if stacks:
+        return Check(name, True, f"stack {stack_name} exists ({stacks[0].get('StackStatus')})")
+    return _retained_tables_check(aws, stack_name, region)
+
+
+def _retained_tables_check(aws: Aws, stack_name: str, region: str) -> Check:
+    name = "failed-first-deploy"
+    prefix = f"{stack_name}-{TASKS_TABLE_LOGICAL_ID}-"
+    try:
+        pages = aws.client("dynamodb").get_paginator("list_tables").paginate()
+        tables = [table for page in pages for table in page.get("TableNames", [])]
+    except ClientError as error:
+        if _code(error) not in _DENIED:
+            raise
+        return _not_checked(name, "dynamodb:ListTables")
+    left = sorted(table for table in tables if table.startswith(prefix))
+    if not left:
+        return Check(name, True, f"no stack {stack_name} and no table {prefix}* left over")
+    return Check(
+        name,
+        False,
+        f"no stack {stack_name}, but {', '.join(left)} is left from an earlier deploy (TasksTable"
+        " is retained): a new deploy makes another table beside it",
+        "if its tasks are not wanted: "
+        + "; ".join(f"aws dynamodb delete-table --region {region} --table-name {t}" for t in left)
+        + " (docs/operations.md)",
+    )
+
+
+def admin_principal_check(aws: Aws, parameters: Mapping[str, str], smoke: bool) -> Check:
+    name = "admin-principal"
+    arn = parameters.get(ADMIN_PARAMETER, "")
+    if not smoke:
+        return Check(name, True, "no smoke check planned (--no-smoke)")
+    if not arn:
+        return Check(
+            name,
+            False,
+            f"{ADMIN_PARAMETER} is empty: `pingback-guard smoke` would be refused (403)",
+            f"set {ADMIN_PARAMETER} to the IAM user or role that runs the smoke check"
+            " (samconfig.toml parameter_overrides), or pass --no-smoke",
+        )
+    found = IAM_PRINCIPAL_ARN.fullmatch(arn)
+    if found is None:
+        return Check(
+            name,
+            False,
+            f"{ADMIN_PARAMETER} {arn} is not an IAM user or role ARN",
+            f"set {ADMIN_PARAMETER} to arn:aws:iam::<account>:user/<name> or"
+            " arn:aws:iam::<account>:role/<name> (a role, not its sts assumed-role session)",
+        )
+    iam = aws.client("iam")
+    entity = found["path"].rsplit("/", 1)[-1]
+    try:
+        if found["kind"] == "role":
+            iam.get_role(RoleName=entity)
+        else:
+            iam.get_user(UserName=entity)
+    except ClientError as error:
+        if _code(error) in _DENIED:
+            return _not_checked(name, f"iam:Get{found['kind'].capitalize()}")
+        if _code(error) != "NoSuchEntity":
+            raise
+        return Check(
+            name,
+            False,
+            f"{ADMIN_PARAMETER} {arn}: no such {found['kind']} in this account",
+            f"create it, or set {ADMIN_PARAMETER} to an existing user or role",
+        )
+    return Check(name, True, f"{ADMIN_PARAMETER} {arn} exists")
+
+
+def connect_grant_check(aws: Aws, plan: Plan, region: str) -> Check:
+    name = "worker-connect-grant"
+    if not plan.worker_principals:
+        return Check(
+            name,
+            True,
+            "could not check: no worker principal named (--worker-principal ARN)",
+            "",
+            False,
+        )
+    try:
+        api_id = aws.client("cloudformation").describe_stack_resource(
+            StackName=plan.stack_name, LogicalResourceId=PUSH_API_LOGICAL_ID
+        )["StackResourceDetail"]["PhysicalResourceId"]
+        account = aws.client("sts").get_caller_identity()["Account"]
+    except ClientError as error:
+        if _code(error) in _DENIED:
+            return _not_checked(name, "cloudformation:DescribeStackResource")
+        return Check(
+            name,
+            True,
+            f"could not check: no {PUSH_API_LOGICAL_ID} in stack {plan.stack_name} yet (run"
+            " preflight again after the first deploy)",
+            "",
+            False,
+        )
+    resource = f"arn:aws:execute-api:{region}:{account}:{api_id}/{PUSH_API_STAGE}/$connect"
+    refused = []
+    iam = aws.client("iam")
+    for principal in plan.worker_principals:
+        try:
+            results = iam.simulate_principal_policy(
+                PolicySourceArn=principal,
+                ActionNames=["execute-api:Invoke"],
+                ResourceArns=[resource],
+            )["EvaluationResults"]
+        except ClientError as error:
+            if _code(error) not in _DENIED:
+                raise
+            return _not_checked(name, "iam:SimulatePrincipalPolicy")
+        if any(result["EvalDecision"] != "allowed" for result in results):
+            refused.append(principal)
+    if not refused:
+        return Check(name, True, f"execute-api:Invoke on {resource}: allowed to every worker")
+    return Check(
+        name,
+        False,
+        f"execute-api:Invoke on {resource} is not allowed to {', '.join(refused)}: API Gateway"
+        " answers their $connect 403 and they fall back to paced GETs",
+        'grant each: {"Effect": "Allow", "Action": "execute-api:Invoke", "Resource":'
+        f' "{resource}"}} (docs/operations.md, IAM for workers)',
+    )
 
 
 def to_json(checks: list[Check]) -> dict[str, Any]:
