@@ -51,7 +51,7 @@ STUBS: dict[str, Stubber] = {}
 def aws() -> Iterator[StubbedAws]:
     session = boto3.Session(aws_access_key_id="a", aws_secret_access_key="b", region_name=REGION)
     for service in SERVICES:
-        CLIENTS[service] = session.client(service)
+        CLIENTS[service] = session.client(service)  # type: ignore[call-overload]
         STUBS[service] = Stubber(CLIENTS[service])
         STUBS[service].activate()
     yield StubbedAws(session)
