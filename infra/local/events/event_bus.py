@@ -14,7 +14,7 @@ an invocation fail (a fault window, a dependency down) lasts real seconds here t
 event is dropped and counted.
 Events put locally stay in this process (moto's bus is not involved): `published()` is the log
 of the last PUBLISHED_LOG_LIMIT events. An entry larger than PUT_EVENTS_ENTRY_BYTES is refused
-(no event id, never delivered, counted), as PutEvents refuses it.
+(no event id, never delivered, logged), as PutEvents refuses it.
 """
 
 from __future__ import annotations
@@ -174,7 +174,6 @@ class BusStats(SharedStats):
     sent_to_queues: int = 0
     retried: int = 0
     dropped: int = 0
-    refused: int = 0
 
 
 class LocalEventBus:
@@ -231,7 +230,6 @@ class LocalEventBus:
                 logger.warning(
                     "a %d-byte entry on %s refused: over 1 MB", entry.size, entry.bus_name
                 )
-                self.stats.add(refused=1)
                 continue
             event = self._event(entry)
             ids.append(event["id"])
