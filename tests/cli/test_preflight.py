@@ -324,7 +324,10 @@ def test_a_caller_that_may_not_list_stacks_is_told_leftovers_were_not_checked(
     assert found.ok and not found.checked
 
 
-def test_an_existing_admin_role_passes(aws: StubbedAws) -> None:
+@pytest.mark.parametrize(
+    "arn", [ADMIN, f"arn:aws:sts::{ACCOUNT}:assumed-role/pingback-guard-admin/me"]
+)
+def test_an_existing_admin_role_passes(aws: StubbedAws, arn: str) -> None:
     role = {
         "Path": "/",
         "RoleName": "pingback-guard-admin",
@@ -333,7 +336,7 @@ def test_an_existing_admin_role_passes(aws: StubbedAws) -> None:
         "CreateDate": NOW,
     }
     STUBS["iam"].add_response("get_role", {"Role": role}, {"RoleName": "pingback-guard-admin"})
-    found = preflight.admin_principal_check(aws, {"AdminPrincipalArn": ADMIN}, smoke=True)
+    found = preflight.admin_principal_check(aws, {"AdminPrincipalArn": arn}, smoke=True)
     assert found.ok and found.checked
 
 
@@ -341,7 +344,7 @@ def test_an_existing_admin_role_passes(aws: StubbedAws) -> None:
     ("arn", "says"),
     [
         ("", "is empty"),
-        (f"arn:aws:sts::{ACCOUNT}:assumed-role/pingback-guard-admin/me", "not an IAM user or role"),
+        (f"arn:aws:iam::{ACCOUNT}:group/admins", "not an IAM user or role"),
     ],
 )
 def test_a_smoke_check_needs_an_admin_principal_arn(aws: StubbedAws, arn: str, says: str) -> None:

@@ -53,9 +53,11 @@ ADMIN_PARAMETER = "AdminPrincipalArn"
 TASKS_TABLE_LOGICAL_ID = "TasksTable"
 PUSH_API_LOGICAL_ID = "PushApi"
 PUSH_API_STAGE = "v1"
-# https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html#identifiers-arns
+# https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html#identifiers-arns;
+# a session of a role counts as the role, as the stack compares it (domain/principals.py).
 IAM_PRINCIPAL_ARN = re.compile(
-    r"arn:(?P<partition>aws[a-z-]*):iam::(?P<account>\d{12}):(?P<kind>user|role)/(?P<path>[\w+=,.@/-]+)"
+    r"arn:aws[a-z-]*:(?:iam::\d{12}:(?P<kind>user|role)/(?:[\w+=,.@-]+/)*(?P<name>[\w+=,.@-]+)"
+    r"|sts::\d{12}:assumed-role/(?P<role>[\w+=,.@-]+)/[\w+=,.@-]+)"
 )
 _DENIED = frozenset({"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"})
 
@@ -368,24 +370,24 @@ def admin_principal_check(aws: Aws, parameters: Mapping[str, str], smoke: bool) 
             False,
             f"{ADMIN_PARAMETER} {arn} is not an IAM user or role ARN",
             f"set {ADMIN_PARAMETER} to arn:aws:iam::<account>:user/<name> or"
-            " arn:aws:iam::<account>:role/<name> (a role, not its sts assumed-role session)",
+            " arn:aws:iam::<account>:role/<name>",
         )
     iam = aws.client("iam")
-    entity = found["path"].rsplit("/", 1)[-1]
+    kind = found["kind"] or "role"
     try:
-        if found["kind"] == "role":
-            iam.get_role(RoleName=entity)
+        if kind == "role":
+            iam.get_role(RoleName=found["name"] or found["role"])
         else:
-            iam.get_user(UserName=entity)
+            iam.get_user(UserName=found["name"])
     except ClientError as error:
         if _code(error) in _DENIED:
-            return _not_checked(name, f"iam:Get{found['kind'].capitalize()}")
+            return _not_checked(name, f"iam:Get{kind.capitalize()}")
         if _code(error) != "NoSuchEntity":
             raise
         return Check(
             name,
             False,
-            f"{ADMIN_PARAMETER} {arn}: no such {found['kind']} in this account",
+            f"{ADMIN_PARAMETER} {arn}: no such {kind} in this account",
             f"create it, or set {ADMIN_PARAMETER} to an existing user or role",
         )
     return Check(name, True, f"{ADMIN_PARAMETER} {arn} exists")
