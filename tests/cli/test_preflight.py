@@ -420,6 +420,13 @@ def test_a_worker_without_the_connect_grant_is_told_the_statement_to_add(aws: St
     assert f'"Action": "execute-api:Invoke", "Resource": "{CONNECT}"' in found.fix
 
 
+def test_a_worker_principal_that_is_not_a_user_or_role_fails_by_name(aws: StubbedAws) -> None:
+    push_api(aws)
+    STUBS["iam"].add_client_error("simulate_principal_policy", "NoSuchEntity", "no such role", 404)
+    found = connect_check(aws)
+    assert not found.ok and f"{WORKER} (NoSuchEntity" in found.found
+
+
 def test_a_caller_that_may_not_simulate_is_told_the_grant_was_not_checked(
     aws: StubbedAws,
 ) -> None:

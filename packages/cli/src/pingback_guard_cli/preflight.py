@@ -60,6 +60,7 @@ IAM_PRINCIPAL_ARN = re.compile(
     r"|sts::\d{12}:assumed-role/(?P<role>[\w+=,.@-]+)/[\w+=,.@-]+)"
 )
 _DENIED = frozenset({"AccessDenied", "AccessDeniedException", "UnauthorizedOperation"})
+_NOT_A_PRINCIPAL = frozenset({"NoSuchEntity", "InvalidInput"})
 
 
 @dataclass(frozen=True)
@@ -430,6 +431,10 @@ def connect_grant_check(aws: Aws, plan: Plan, region: str) -> Check:
                 ResourceArns=[resource],
             )["EvaluationResults"]
         except ClientError as error:
+            if _code(error) in _NOT_A_PRINCIPAL:
+                # Only a user, group or role can be simulated, and it must exist.
+                refused.append(f"{principal} ({_code(error)}: not an existing IAM user or role)")
+                continue
             if _code(error) not in _DENIED:
                 raise
             return _not_checked(name, "iam:SimulatePrincipalPolicy")
