@@ -1,40 +1,169 @@
 """The only code that calls a worker's own pingback URL (in.php's ``pingback``): 2captcha's
-pingback, a form POST of ``id`` and ``code``. One request, a short deadline, no redirect (it
-would carry the token elsewhere); a failure names neither the URL nor the code."""
+pingback, a form POST of ``id`` and ``code``. A failure names neither the URL nor the code.
+
+The worker's server is anyone's: it may answer slowly, endlessly, or redirect elsewhere. So the
+request goes to the address the forwarder checked (the host's name is never resolved again: its
+DNS answer could change in between), https verifies the certificate against the URL's host name
+as usual, one deadline covers the whole exchange (connecting, TLS, sending, every read), only the
+reply's status line and headers are read (at most MAX_REPLY_BYTES), and no redirect is followed.
+"""
 
 from __future__ import annotations
 
-from typing import Protocol
+import http.client
+import io
+import socket
+import ssl
+import time
+from typing import TYPE_CHECKING, Protocol
+from urllib.parse import urlencode, urlsplit
 
-import requests
+import certifi
 
 from pingback_guard.domain.errors import ForwardFailedError
+from pingback_guard.forward.addresses import IpAddress
 
-CONNECT_TIMEOUT_SECONDS = 3.05
-READ_TIMEOUT_SECONDS = 5.0
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
+
+DEADLINE_SECONDS = 8.0  # the function's timeout (15 s) leaves room for the table read around it
+MAX_REPLY_BYTES = 64 * 1024
 USER_AGENT = "pingback-guard/0.1 (pingback forward)"
 
 
 class ForwardSender(Protocol):
-    def send(self, url: str, task_id: str, code: str) -> None:
-        """Deliver; ForwardFailedError when the worker's server did not take it (2xx)."""
+    def send(self, url: str, address: IpAddress, task_id: str, code: str) -> None:
+        """Deliver to ``url``'s server at ``address``; ForwardFailedError unless it takes it
+        (2xx)."""
+
+
+class ForwardDeadlinePassed(TimeoutError):
+    """The exchange took longer than its deadline, in however many reads."""
+
+
+class ReplyTooLarge(OSError):
+    """The reply's status line and headers went past MAX_REPLY_BYTES."""
 
 
 class HttpForwardSender:
-    def __init__(self, session: requests.Session | None = None) -> None:
-        self._session = session or requests.Session()
-        self._session.headers["User-Agent"] = USER_AGENT
+    def __init__(
+        self,
+        tls: ssl.SSLContext | None = None,
+        *,
+        deadline_seconds: float = DEADLINE_SECONDS,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
+    ) -> None:
+        # The same trust store as requests (certifi), whatever the runtime's system store holds.
+        self._tls = tls or ssl.create_default_context(cafile=certifi.where())
+        self._deadline_seconds = deadline_seconds
+        self._max_reply_bytes = max_reply_bytes
 
-    def send(self, url: str, task_id: str, code: str) -> None:
+    def send(self, url: str, address: IpAddress, task_id: str, code: str) -> None:
+        parts = urlsplit(url)
+        deadline = time.monotonic() + self._deadline_seconds
+        connection = _PinnedConnection(
+            parts.hostname or "",
+            parts.port,
+            address=str(address),
+            tls=self._tls if parts.scheme == "https" else None,
+            deadline=deadline,
+            max_reply_bytes=self._max_reply_bytes,
+        )
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         try:
-            answer = self._session.post(
-                url,
-                data={"id": task_id, "code": code},
-                timeout=(CONNECT_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS),
-                allow_redirects=False,
+            connection.request(
+                "POST",
+                target,
+                body=urlencode({"id": task_id, "code": code}),
+                headers={
+                    "Content-Type": "application/x-www-form-urlencoded",
+                    "User-Agent": USER_AGENT,
+                    "Connection": "close",
+                },
             )
-        except requests.RequestException as error:
+            with connection.getresponse() as reply:
+                status = reply.status
+        except (OSError, http.client.HTTPException) as error:
             raise ForwardFailedError(f"forward: {type(error).__name__}") from None
-        answer.close()
-        if not 200 <= answer.status_code < 300:
-            raise ForwardFailedError(f"forward: HTTP {answer.status_code}")
+        finally:
+            connection.close()
+        if not 200 <= status < 300:
+            raise ForwardFailedError(f"forward: HTTP {status}")
+
+
+class _PinnedConnection(http.client.HTTPConnection):
+    """http.client's request and reply parsing, on a socket to a given address, bounded by one
+    deadline (each socket operation waits at most what is left of it) and a byte budget."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int | None,
+        *,
+        address: str,
+        tls: ssl.SSLContext | None,
+        deadline: float,
+        max_reply_bytes: int,
+    ) -> None:
+        # The Host header names the port unless it is the scheme's own.
+        self.default_port = http.client.HTTPS_PORT if tls is not None else http.client.HTTP_PORT
+        super().__init__(host, port or self.default_port)
+        self._address = address
+        self._tls = tls
+        self._deadline = deadline
+        self._max_reply_bytes = max_reply_bytes
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self._address, self.port), _left(self._deadline))
+        if self._tls is not None:
+            # The handshake as a whole is bounded by the socket's timeout (ssl's own deadline).
+            sock.settimeout(_left(self._deadline))
+            sock = self._tls.wrap_socket(sock, server_hostname=self.host)
+        sock.settimeout(_left(self._deadline))  # sendall: a total for all the data, since 3.5
+        self.sock = sock
+
+    def getresponse(self) -> http.client.HTTPResponse:
+        reply = http.client.HTTPResponse(
+            _BoundedSocket(self.sock, self._deadline, self._max_reply_bytes),  # type: ignore[arg-type]
+            method="POST",
+        )
+        reply.begin()  # the status line and headers; the body is never read
+        return reply
+
+
+class _BoundedSocket:
+    """What http.client.HTTPResponse reads through (``makefile``), with the deadline and budget."""
+
+    def __init__(self, sock: socket.socket, deadline: float, budget: int) -> None:
+        self._sock = sock
+        self._deadline = deadline
+        self._budget = budget
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        return io.BufferedReader(_BoundedReads(self._sock, self._deadline, self._budget))
+
+
+class _BoundedReads(io.RawIOBase):
+    def __init__(self, sock: socket.socket, deadline: float, budget: int) -> None:
+        self._sock = sock
+        self._deadline = deadline
+        self._left = budget
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: WriteableBuffer) -> int:
+        if self._left <= 0:
+            raise ReplyTooLarge
+        self._sock.settimeout(_left(self._deadline))
+        view = memoryview(buffer)
+        received = self._sock.recv_into(view, min(len(view), self._left))
+        self._left -= received
+        return received
+
+
+def _left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise ForwardDeadlinePassed
+    return left

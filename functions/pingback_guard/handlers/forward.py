@@ -15,6 +15,7 @@ from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import PingbackGuardError
 from pingback_guard.domain.task import normalise_task_id
+from pingback_guard.forward.addresses import SystemResolver
 from pingback_guard.forward.sender import HttpForwardSender
 from pingback_guard.logic.forwarding import ResultForwarder
 from pingback_guard.observability import instrumented, logger, metrics
@@ -23,6 +24,7 @@ from pingback_guard.settings import ForwardSettings
 settings = ForwardSettings.from_env(os.environ)
 forwarder = ResultForwarder(
     DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
+    SystemResolver(),
     HttpForwardSender(),
     allow_loopback=settings.allow_loopback_pingbacks,
 )
