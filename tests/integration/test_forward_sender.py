@@ -24,7 +24,7 @@ from pingback_guard.forward.sender import HttpForwardSender
 
 pytestmark = pytest.mark.timeout(60)
 
-LOOPBACK = ipaddress.ip_address("127.0.0.1")
+LOOPBACK = [ipaddress.ip_address("127.0.0.1")]
 OK = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nOK"
 Answer = Callable[[socket.socket], None]
 
@@ -117,6 +117,17 @@ def test_the_form_goes_to_the_given_address_with_the_url_s_host_path_and_query()
     assert f"Host: worker.test:{port}" in lines
     assert "Content-Type: application/x-www-form-urlencoded" in lines
     assert parse_qs(body.decode()) == {"id": ["72000000001"], "code": ["P1_token+/="]}
+
+
+def test_the_next_address_is_tried_when_one_refuses_and_the_path_is_quoted_as_requests_would() -> (
+    None
+):
+    # The server listens on 127.0.0.1 only: ::1 refuses (or is unreachable without IPv6).
+    both = [ipaddress.ip_address("::1"), *LOOPBACK]
+    with worker_server(reply(OK)) as (port, server):
+        HttpForwardSender().send(f"http://worker.test:{port}/café done?a=%2F&b=é", both, "1", "t")
+    [request] = server.requests
+    assert request.startswith(b"POST /caf%C3%A9%20done?a=%2F&b=%C3%A9 HTTP/1.1\r\n")
 
 
 def test_https_verifies_the_certificate_against_the_url_s_host_name(tmp_path: Path) -> None:

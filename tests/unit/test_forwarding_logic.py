@@ -4,6 +4,7 @@ and only to a public address (judged after resolving, with a fake resolver: no D
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 
 import pytest
 
@@ -24,14 +25,14 @@ REQUEST = CaptchaRequest("hcaptcha", {"sitekey": "k", "pageurl": "https://exampl
 class RecordingSender:
     def __init__(self, failure: Exception | None = None) -> None:
         self.sent: list[tuple[str, str, str]] = []
-        self.addresses: list[IpAddress] = []
+        self.addresses: list[list[IpAddress]] = []
         self.failure = failure
 
-    def send(self, url: str, address: IpAddress, task_id: str, code: str) -> None:
+    def send(self, url: str, addresses: Sequence[IpAddress], task_id: str, code: str) -> None:
         if self.failure is not None:
             raise self.failure
         self.sent.append((url, task_id, code))
-        self.addresses.append(address)
+        self.addresses.append(list(addresses))
 
 
 def forwarder(
@@ -154,7 +155,7 @@ def test_the_sender_gets_the_address_the_name_was_judged_by() -> None:
     resolver = FakeResolver(RESOLVER)
     assert forwarder(store, sender, resolver=resolver).forward(TASK, 1031.0) is ForwardOutcome.SENT
     assert resolver.asked == ["worker.example"]
-    assert sender.addresses == [ipaddress.ip_address(WORKER_ADDRESS)]
+    assert sender.addresses == [[ipaddress.ip_address(WORKER_ADDRESS)]]
 
 
 @pytest.mark.parametrize(
@@ -184,7 +185,7 @@ def test_locally_a_name_may_stand_for_loopback_and_plain_http_reaches_this_machi
     store.record_result(TaskResult(TASK, "P1_token", DeliveryPath.POLL, 1030.0))
     local = forwarder(store, sender, allow_loopback=True)
     assert local.forward(TASK, 1031.0) is ForwardOutcome.SENT
-    assert sender.addresses == [ipaddress.ip_address("127.0.0.1")]
+    assert sender.addresses == [[ipaddress.ip_address("127.0.0.1"), ipaddress.ip_address("::1")]]
     # A localhost name the resolver maps elsewhere is not plain-http material.
     elsewhere = FakeResolver({"localhost": [WORKER_ADDRESS]})
     outcome = forwarder(store, sender, allow_loopback=True, resolver=elsewhere).forward(

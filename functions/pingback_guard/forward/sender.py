@@ -15,8 +15,9 @@ import io
 import socket
 import ssl
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import certifi
 
@@ -29,19 +30,21 @@ if TYPE_CHECKING:
 DEADLINE_SECONDS = 8.0  # the function's timeout (15 s) leaves room for the table read around it
 MAX_REPLY_BYTES = 64 * 1024
 USER_AGENT = "pingback-guard/0.1 (pingback forward)"
+# What requests leaves unquoted in a URL: a path or query already quoted stays as it is.
+URL_SAFE = "!#$%&'()*+,/:;=?@[]~"
 
 
 class ForwardSender(Protocol):
-    def send(self, url: str, address: IpAddress, task_id: str, code: str) -> None:
-        """Deliver to ``url``'s server at ``address``; ForwardFailedError unless it takes it
-        (2xx)."""
+    def send(self, url: str, addresses: Sequence[IpAddress], task_id: str, code: str) -> None:
+        """Deliver to ``url``'s server at the first of ``addresses`` that takes a connection;
+        ForwardFailedError unless it takes the pingback (2xx)."""
 
 
 class ForwardDeadlinePassed(TimeoutError):
     """The exchange took longer than its deadline, in however many reads."""
 
 
-class ReplyTooLarge(OSError):
+class ReplyTooLarge(http.client.HTTPException):
     """The reply's status line and headers went past MAX_REPLY_BYTES."""
 
 
@@ -58,18 +61,18 @@ class HttpForwardSender:
         self._deadline_seconds = deadline_seconds
         self._max_reply_bytes = max_reply_bytes
 
-    def send(self, url: str, address: IpAddress, task_id: str, code: str) -> None:
+    def send(self, url: str, addresses: Sequence[IpAddress], task_id: str, code: str) -> None:
         parts = urlsplit(url)
         deadline = time.monotonic() + self._deadline_seconds
         connection = _PinnedConnection(
             parts.hostname or "",
             parts.port,
-            address=str(address),
+            addresses=[str(address) for address in addresses],
             tls=self._tls if parts.scheme == "https" else None,
             deadline=deadline,
             max_reply_bytes=self._max_reply_bytes,
         )
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        target = quote((parts.path or "/") + (f"?{parts.query}" if parts.query else ""), URL_SAFE)
         try:
             connection.request(
                 "POST",
@@ -92,15 +95,16 @@ class HttpForwardSender:
 
 
 class _PinnedConnection(http.client.HTTPConnection):
-    """http.client's request and reply parsing, on a socket to a given address, bounded by one
-    deadline (each socket operation waits at most what is left of it) and a byte budget."""
+    """http.client's request and reply parsing, on a socket to one of the given addresses (as
+    socket.create_connection tries a name's, in order), bounded by one deadline (each socket
+    operation waits at most what is left of it) and a byte budget."""
 
     def __init__(
         self,
         host: str,
         port: int | None,
         *,
-        address: str,
+        addresses: list[str],
         tls: ssl.SSLContext | None,
         deadline: float,
         max_reply_bytes: int,
@@ -108,19 +112,30 @@ class _PinnedConnection(http.client.HTTPConnection):
         # The Host header names the port unless it is the scheme's own.
         self.default_port = http.client.HTTPS_PORT if tls is not None else http.client.HTTP_PORT
         super().__init__(host, port or self.default_port)
-        self._address = address
+        self._addresses = addresses
         self._tls = tls
         self._deadline = deadline
         self._max_reply_bytes = max_reply_bytes
 
     def connect(self) -> None:
-        sock = socket.create_connection((self._address, self.port), _left(self._deadline))
+        sock = self._first_connected()
         if self._tls is not None:
             # The handshake as a whole is bounded by the socket's timeout (ssl's own deadline).
             sock.settimeout(_left(self._deadline))
             sock = self._tls.wrap_socket(sock, server_hostname=self.host)
         sock.settimeout(_left(self._deadline))  # sendall: a total for all the data, since 3.5
         self.sock = sock
+
+    def _first_connected(self) -> socket.socket:
+        failure: OSError = ConnectionError("no address")
+        for address in self._addresses:
+            try:
+                return socket.create_connection((address, self.port), _left(self._deadline))
+            except ForwardDeadlinePassed:
+                raise
+            except OSError as error:
+                failure = error  # e.g. an IPv6 address where the function has no IPv6 route
+        raise failure
 
     def getresponse(self) -> http.client.HTTPResponse:
         reply = http.client.HTTPResponse(

@@ -138,5 +138,5 @@ class ResultForwarder:
         if not is_allowed_target(parts.scheme, addresses, allow_loopback=self._allow_loopback):
             return ForwardOutcome.REFUSED_ADDRESS
         _, code = protocol_word(task.view(now))
-        self._sender.send(task.forward_url, addresses[0], task.task_id, code)
+        self._sender.send(task.forward_url, addresses, task.task_id, code)
         return ForwardOutcome.SENT
