@@ -7,7 +7,7 @@ URL is forwarded at least once (the function's retries, then its failure queue).
 
 Only to the public internet: a URL is judged by the addresses its host stands for (a literal as
 the system resolver reads it, a name as it resolves when the result is sent), never by its text,
-and the forward connects to the address it judged.
+and the forward connects to an address it judged.
 """
 
 from __future__ import annotations
@@ -28,6 +28,12 @@ MAX_FORWARD_URL_LENGTH = 2048
 NOT_READY = "CAPCHA_NOT_READY"
 UNSOLVABLE = "ERROR_CAPTCHA_UNSOLVABLE"
 PROVIDER_CODE = re.compile(r"ERROR_[A-Z_]{1,60}")
+# IPv6 forms that carry an IPv4 address in their last 32 bits (RFC 6052's NAT64 well-known
+# prefix, RFC 4291's deprecated IPv4-compatible form): judged as that IPv4 address. Python's
+# is_global calls them global before 3.12.4, whatever the IPv4 address is.
+IPV4_CARRIERS = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("::/96"))
+# RFC 8215's local-use NAT64 prefix: this network's own translator, never the public internet.
+LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
 
 
 def is_forwardable_url(url: str, *, allow_loopback: bool) -> bool:
@@ -60,11 +66,12 @@ def is_localhost_name(host: str) -> bool:
 
 def is_allowed_address(address: IpAddress, *, allow_loopback: bool) -> bool:
     """A global unicast address (not private, link-local, shared, reserved, multicast...); an
-    IPv4-mapped IPv6 address is judged as the IPv4 address it reaches."""
+    IPv6 address that carries an IPv4 one (mapped, 6to4, NAT64) is judged as the IPv4 address
+    it reaches."""
     reached = _unwrapped(address)
     if reached.is_loopback:
         return allow_loopback
-    return reached.is_global and not reached.is_multicast
+    return reached.is_global and not reached.is_multicast and reached not in LOCAL_NAT64
 
 
 def is_allowed_target(scheme: str, addresses: Sequence[IpAddress], *, allow_loopback: bool) -> bool:
@@ -86,9 +93,16 @@ def _has_usable_port(parts: SplitResult) -> bool:
 
 
 def _unwrapped(address: IpAddress) -> IpAddress:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    return address
+    if (
+        not isinstance(address, ipaddress.IPv6Address)
+        or address.is_loopback
+        or address.is_unspecified
+    ):
+        return address
+    carried = address.ipv4_mapped or address.sixtofour
+    if carried is None and any(address in carrier for carrier in IPV4_CARRIERS):
+        carried = ipaddress.IPv4Address(int(address) & 0xFFFF_FFFF)
+    return carried or address
 
 
 def protocol_word(view: Mapping[str, Any]) -> tuple[bool, str]:
