@@ -30,7 +30,8 @@ UNSOLVABLE = "ERROR_CAPTCHA_UNSOLVABLE"
 PROVIDER_CODE = re.compile(r"ERROR_[A-Z_]{1,60}")
 # IPv6 forms that carry an IPv4 address in their last 32 bits (RFC 6052's NAT64 well-known
 # prefix, RFC 4291's deprecated IPv4-compatible form): judged as that IPv4 address. Python's
-# is_global calls them global before 3.12.4, whatever the IPv4 address is.
+# is_global calls the NAT64 ones global whatever IPv4 address they carry (IANA lists the prefix
+# as globally reachable), and the IPv4-compatible ones too before 3.12.4 (this venv: 3.12.1).
 IPV4_CARRIERS = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("::/96"))
 # RFC 8215's local-use NAT64 prefix: this network's own translator, never the public internet.
 LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
