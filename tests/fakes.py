@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import json
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -20,6 +21,7 @@ from pingback_guard.data.connections import Connection, TooManyConnections
 from pingback_guard.domain.errors import (
     ConnectionGoneError,
     DeadLetterError,
+    ForwardFailedError,
     ProviderBatchRefusedError,
     PushError,
     StoreUnavailableError,
@@ -44,6 +46,7 @@ from pingback_guard.domain.task import (
     TokenLifetimes,
 )
 from pingback_guard.domain.worker_keys import WorkerKey, digest_of, new_key
+from pingback_guard.forward.addresses import IpAddress
 from pingback_guard.kinds.registry import lifetime_seconds
 from pingback_guard.logic.access import may_access
 from pingback_guard.logic.poll_schedule import PollPolicy
@@ -626,3 +629,18 @@ class InMemoryWorkerKeys:
         if not self.available:
             raise StoreUnavailableError("DynamoDB GetItem (worker keys): EndpointConnectionError")
         return self.records.get(key_id)
+
+
+class FakeResolver:
+    """AddressResolver over a dict of host -> addresses; a host it does not know stands for
+    nothing (ForwardFailedError, as a name that does not resolve); ``asked`` keeps each host."""
+
+    def __init__(self, addresses: dict[str, list[str]]) -> None:
+        self._addresses = addresses
+        self.asked: list[str] = []
+
+    def addresses(self, host: str) -> list[IpAddress]:
+        self.asked.append(host)
+        if host not in self._addresses:
+            raise ForwardFailedError("forward: no address (gaierror)")
+        return [ipaddress.ip_address(address) for address in self._addresses[host]]

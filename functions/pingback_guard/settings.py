@@ -97,6 +97,18 @@ def admin_principal(env: _Env) -> str:
     return owner_of(arn) if arn else ""
 
 
+def allow_loopback_pingbacks(env: _Env) -> bool:
+    """AllowLoopbackPingbacks, for local runs only: on AWS, loopback is the function's own Lambda
+    Runtime API. A local run is one the template points at a local endpoint (AwsEndpointUrl ->
+    AWS_ENDPOINT_URL, never set on AWS; the template's Rules refuse the flag without it)."""
+    allowed = env.flag("ALLOW_LOOPBACK_PINGBACKS")
+    if allowed and not env.optional_text("AWS_ENDPOINT_URL"):
+        raise ConfigurationError(
+            "ALLOW_LOOPBACK_PINGBACKS=true is for local runs only (AWS_ENDPOINT_URL set)"
+        )
+    return allowed
+
+
 def retention_seconds(env: _Env) -> float:
     """How long after submit (or registration) a task is still looked for (RetentionSeconds)."""
     return env.number("RETENTION_SECONDS", 10, 86400)
@@ -418,7 +430,7 @@ class CompatSubmitSettings:
         return cls(
             submit=SubmitSettings.from_env(environ),
             worker_keys_table=env.text("WORKER_KEYS_TABLE_NAME"),
-            allow_loopback_pingbacks=env.flag("ALLOW_LOOPBACK_PINGBACKS"),
+            allow_loopback_pingbacks=allow_loopback_pingbacks(env),
         )
 
 
@@ -452,5 +464,5 @@ class ForwardSettings:
         env = _Env(environ)
         return cls(
             table=TableSettings.from_env(env),
-            allow_loopback_pingbacks=env.flag("ALLOW_LOOPBACK_PINGBACKS"),
+            allow_loopback_pingbacks=allow_loopback_pingbacks(env),
         )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from infra.local.runtime.aws import FAKE_CREDENTIALS, WORKER, fake_session
+from infra.local.runtime.aws import FAKE_CREDENTIALS, OTHER_WORKER, WORKER, fake_session
 from infra.local.stack import LocalOptions, LocalStack, ReadyInfo
 from infra.simulator import Simulator, SimulatorConfig
 from pingback_guard_cli import keys
@@ -62,11 +62,14 @@ def worker_lines(ready: ReadyInfo, compat_key: str, simulator_url: str | None) -
         f"  export {credentials} AWS_REGION={ready.region}",
         f"  export API_URL={ready.api_url}",
         f"  export REQUESTS_CA_BUNDLE={ready.ca_bundle}   # trusts the HTTPS listener's test CA",
-        "2captcha clients (in.php/res.php), one per-worker key:",
+        f"  export PINGBACK_GUARD_API_URL={ready.tls_api_url}   # the host `keys issue` prints",
+        f"2captcha clients (in.php/res.php), one per-worker key (of {OTHER_WORKER.user_arn}):",
         f"  key={compat_key} server={urlsplit(ready.tls_api_url).netloc}",
         f"  e.g. TwoCaptcha('{compat_key}', server='{urlsplit(ready.tls_api_url).netloc}')",
         "Operator CLI:",
         f"  pingback-guard --endpoint-url {ready.aws_endpoint_url} -s {ready.stack_name} status",
+        f"  pingback-guard --endpoint-url {ready.aws_endpoint_url} -s {ready.stack_name} keys issue"
+        f" --owner {OTHER_WORKER.user_arn}",
         f"  pingback-guard --endpoint-url {ready.aws_endpoint_url} -s {ready.stack_name} smoke"
         f" --api-url {ready.api_url} --rule-settle-seconds 0",
     ]
@@ -78,7 +81,8 @@ def worker_lines(ready: ReadyInfo, compat_key: str, simulator_url: str | None) -
 def issue_compat_key(ready: ReadyInfo, owner: str, label: str) -> str:
     """A per-worker key of the local stack, as `pingback-guard keys issue` makes one."""
     aws = Aws(fake_session(ready.region), ready.aws_endpoint_url)
-    return keys.issue(aws, find_stack(aws, ready.stack_name), owner, label).key
+    stack = find_stack(aws, ready.stack_name)
+    return keys.issue(aws, stack, owner, label, ready.tls_api_url).key
 
 
 def run_up(options: UpOptions, stop: threading.Event) -> None:
@@ -98,7 +102,8 @@ def run_up(options: UpOptions, stop: threading.Event) -> None:
         )
         with LocalStack(local) as stack:
             simulator_url = None if options.provider_url else base_url
-            compat_key = issue_compat_key(stack.ready, WORKER.user_arn, "make up")
+            # For the other local user: a key for the admin (WORKER) would read every task.
+            compat_key = issue_compat_key(stack.ready, OTHER_WORKER.user_arn, "make up")
             lines = worker_lines(stack.ready, compat_key, simulator_url)
             print("\n".join(lines), flush=True)
             while not stop.wait(0.5):

@@ -21,7 +21,7 @@ NOW = 1_800_000_000.0
 
 @pytest.fixture
 def store(dynamodb: Any) -> DynamoDbConnectionStore:
-    return DynamoDbConnectionStore(dynamodb, TABLE_NAME)
+    return DynamoDbConnectionStore(dynamodb, TABLE_NAME, clock=lambda: NOW)
 
 
 def test_connections_are_found_by_owner_and_forgotten_on_disconnect(
@@ -59,3 +59,22 @@ def test_the_owner_s_limit_is_kept_in_one_conditional_write(
     # Not a task: no status, no due index keys (the pipe and the poller never see it).
     assert {"status", "due_shard", "due_at"}.isdisjoint(item["Item"])
     assert "expires_at" in item["Item"]
+
+
+def test_a_full_owner_loses_its_expired_connections_before_a_new_one_is_refused(
+    store: DynamoDbConnectionStore,
+) -> None:
+    # Their $disconnect never came (best-effort on AWS): the elements outlived the connections.
+    store.add(Connection("gone-1=", OWNER, NOW - 7200), max_per_owner=3)
+    store.add(Connection("gone-2=", OWNER, NOW), max_per_owner=3)
+    store.add(Connection("live=", OWNER, NOW + 60), max_per_owner=3)
+    store.add(Connection("new=", OWNER, NOW + 7200), max_per_owner=3)
+    store.add(Connection("newer=", OWNER, NOW + 7200), max_per_owner=3)
+    assert sorted(c.connection_id for c in store.of_owner(OWNER, NOW)) == [
+        "live=",
+        "new=",
+        "newer=",
+    ]
+    with pytest.raises(TooManyConnections):
+        store.add(Connection("one-too-many=", OWNER, NOW + 7200), max_per_owner=3)
+    assert store.owner_of("one-too-many=") is None

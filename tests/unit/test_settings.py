@@ -8,6 +8,8 @@ from pingback_guard.domain.errors import ConfigurationError
 from pingback_guard.settings import (
     CallbackSecretSettings,
     CallbackSettings,
+    CompatSubmitSettings,
+    ForwardSettings,
     GetTaskSettings,
     PollerSettings,
     RegisterSettings,
@@ -136,3 +138,24 @@ def test_backoff_base_above_its_maximum_is_clamped_with_a_warning_not_a_failed_c
 def test_consistent_poller_settings_are_kept_as_they_are() -> None:
     settings = PollerSettings.from_env(POLLER)
     assert clamped_poller_settings(settings) == (settings, [])
+
+
+LOOPBACK_PINGBACK_READERS: dict[str, Callable[[Mapping[str, str]], bool]] = {
+    "CompatSubmitFunction": lambda environ: (
+        CompatSubmitSettings.from_env(environ).allow_loopback_pingbacks
+    ),
+    "PingbackForwardFunction": lambda environ: (
+        ForwardSettings.from_env(environ).allow_loopback_pingbacks
+    ),
+}
+
+
+@pytest.mark.parametrize("function", LOOPBACK_PINGBACK_READERS)
+def test_loopback_pingbacks_fail_the_cold_start_outside_a_local_run(function: str) -> None:
+    # On AWS, loopback is the function's own Lambda Runtime API; a local run has an endpoint.
+    read = LOOPBACK_PINGBACK_READERS[function]
+    on_aws = template_environment(function, ALLOW_LOOPBACK_PINGBACKS="true")
+    assert "AWS_ENDPOINT_URL" not in on_aws
+    with pytest.raises(ConfigurationError, match="ALLOW_LOOPBACK_PINGBACKS"):
+        read(on_aws)
+    assert read({**on_aws, "AWS_ENDPOINT_URL": "http://127.0.0.1:5000"}) is True

@@ -9,11 +9,17 @@ collide with one, and they have no status: the result events pipe and the due in
   no verified identity of their own, find it.
 
 Both expire by the table's TTL (``expires_at``), after API Gateway's 2-hour connection limit.
+The owner item lives on while its owner keeps connecting, and $disconnect is best-effort ("API
+Gateway will try its best to deliver the $disconnect event to your integration, but it cannot
+guarantee delivery": https://docs.aws.amazon.com/apigateway/latest/developerguide/apigateway-websocket-api-route-keys-connect-disconnect.html),
+so an element can outlive its connection: a full owner first loses its expired elements.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -40,7 +46,8 @@ class TooManyConnections(Exception):
 
 class ConnectionStore(Protocol):
     def add(self, connection: Connection, max_per_owner: int) -> None:
-        """Record a new connection; TooManyConnections when its owner is at the limit."""
+        """Record a new connection; TooManyConnections when its owner holds the limit of
+        connections that have not expired."""
 
     def owner_of(self, connection_id: str) -> str | None: ...
 
@@ -63,27 +70,23 @@ class DynamoDbConnectionStore:
     """The owner item's ``connections`` is a string set of "<expires_at> <connection id>": ADD
     creates it, size() bounds it, DELETE of the last element removes it, all in one request."""
 
-    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+    def __init__(
+        self, client: DynamoDBClient, table_name: str, clock: Callable[[], float] = time.time
+    ) -> None:
         self._client = client
         self._table = table_name
+        self._clock = clock
 
     def add(self, connection: Connection, max_per_owner: int) -> None:
         try:
-            dynamodb_call(
-                "UpdateItem",
-                self._client.update_item,
-                TableName=self._table,
-                Key=_key(owner_key(connection.owner)),
-                UpdateExpression="ADD connections :one SET expires_at = :at",
-                ConditionExpression=ROOM_FOR_ONE_MORE,
-                ExpressionAttributeValues={
-                    ":one": {"SS": [_element(connection)]},
-                    ":at": {"N": str(int(connection.expires_at))},
-                    ":most": {"N": str(max_per_owner)},
-                },
-            )
-        except ConditionRefused:
-            raise TooManyConnections(connection.owner) from None
+            self._add_to_owner(connection, max_per_owner)
+        except ConditionRefused as refusal:
+            if not self._drop_expired(connection.owner, refusal.old_item):
+                raise TooManyConnections(connection.owner) from None
+            try:
+                self._add_to_owner(connection, max_per_owner)
+            except ConditionRefused:
+                raise TooManyConnections(connection.owner) from None
         dynamodb_call(
             "PutItem",
             self._client.put_item,
@@ -129,6 +132,43 @@ class DynamoDbConnectionStore:
             UpdateExpression="DELETE connections :one",
             ExpressionAttributeValues={":one": {"SS": [_element(connection)]}},
         )
+
+    def _add_to_owner(self, connection: Connection, max_per_owner: int) -> None:
+        dynamodb_call(
+            "UpdateItem",
+            self._client.update_item,
+            TableName=self._table,
+            Key=_key(owner_key(connection.owner)),
+            UpdateExpression="ADD connections :one SET expires_at = :at",
+            ConditionExpression=ROOM_FOR_ONE_MORE,
+            ExpressionAttributeValues={
+                ":one": {"SS": [_element(connection)]},
+                ":at": {"N": str(int(connection.expires_at))},
+                ":most": {"N": str(max_per_owner)},
+            },
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+
+    def _drop_expired(self, owner: str, owner_item: Mapping[str, Any] | None) -> bool:
+        """Remove the owner's expired elements (from the item a refusal returned); False when
+        none had expired."""
+        now = self._clock()
+        expired = [
+            element
+            for element in (owner_item or {}).get("connections", ())
+            if _connection(owner, str(element)).expires_at <= now
+        ]
+        if not expired:
+            return False
+        dynamodb_call(
+            "UpdateItem",
+            self._client.update_item,
+            TableName=self._table,
+            Key=_key(owner_key(owner)),
+            UpdateExpression="DELETE connections :expired",
+            ExpressionAttributeValues={":expired": {"SS": expired}},
+        )
+        return True
 
     def _get(self, key: str) -> dict[str, Any] | None:
         answer = dynamodb_call(

@@ -15,14 +15,16 @@ from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import PingbackGuardError
 from pingback_guard.domain.task import normalise_task_id
+from pingback_guard.forward.addresses import SystemResolver
 from pingback_guard.forward.sender import HttpForwardSender
-from pingback_guard.logic.forwarding import ResultForwarder
+from pingback_guard.logic.forwarding import ForwardOutcome, ResultForwarder
 from pingback_guard.observability import instrumented, logger, metrics
 from pingback_guard.settings import ForwardSettings
 
 settings = ForwardSettings.from_env(os.environ)
 forwarder = ResultForwarder(
     DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
+    SystemResolver(),
     HttpForwardSender(),
     allow_loopback=settings.allow_loopback_pingbacks,
 )
@@ -42,4 +44,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> None:
         metrics.add_metric(name="PingbackForwardFailed", unit=MetricUnit.Count, value=1)
         logger.warning("forward failed; retried", extra={"task_id": task_id, "reason": str(error)})
         raise
+    if outcome is ForwardOutcome.REFUSED_ADDRESS:
+        logger.warning(
+            "forward refused: the pingback host is not public", extra={"task_id": task_id}
+        )
     metrics.add_metric(name=outcome.value, unit=MetricUnit.Count, value=1)

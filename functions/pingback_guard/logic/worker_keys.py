@@ -1,4 +1,7 @@
-"""Who a per-worker key speaks for: the owner its record names, unless revoked."""
+"""Who a per-worker key speaks for: the owner its record names, unless revoked, counted as the IAM
+routes and $connect count the principal (domain/principals.py): a key and its principal see the
+same tasks and get the same pushes. The CLI stores owners so; a record issued before it did (an
+assumed-role session, a role ARN with a path) is read so too."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import hmac
 from enum import StrEnum
 
 from pingback_guard.data.worker_keys import WorkerKeyStore
+from pingback_guard.domain.principals import owner_of
 from pingback_guard.domain.worker_keys import digest_of, is_well_formed
 
 
@@ -30,4 +34,4 @@ class WorkerKeys:
             return KeyRefusal.UNKNOWN
         if record.revoked_at is not None or not record.owner:
             return KeyRefusal.UNKNOWN
-        return record.owner
+        return owner_of(record.owner)

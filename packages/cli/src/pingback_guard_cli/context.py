@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+import click
 
 from pingback_guard_cli.stack import Aws, Stack, find_stack
+
+
+def api_url_option[F: Callable[..., Any]](command: F) -> F:
+    return click.option(
+        "--api-url",
+        envvar="PINGBACK_GUARD_API_URL",
+        help="The stack's HTTP API (default: its ApiUrl output; env PINGBACK_GUARD_API_URL)."
+        " On the local stack, the HTTPS URL `make up` exports.",
+    )(command)
 
 
 @dataclass

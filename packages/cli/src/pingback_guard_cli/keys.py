@@ -2,7 +2,10 @@
 
 A key is printed once, when issued; the table keeps only its SHA-256 (the first 16 hex characters
 name the record: the key id). Each key speaks for one owner, an IAM principal ARN: it submits
-tasks as that principal and reads only that principal's tasks, as the IAM routes do.
+tasks as that principal and reads only that principal's tasks, as the IAM routes do. The owner is
+stored as the stack counts principals (an assumed-role session or a role ARN with a path: the
+role, without its path), and never the stack's AdminPrincipalArn: that key would read every
+task, and a key travels in query strings.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from urllib.parse import urlsplit
 import click
 from botocore.exceptions import ClientError
 
-from pingback_guard_cli.context import Context
+from pingback_guard_cli.context import Context, api_url_option
 from pingback_guard_cli.errors import CliFailure, ExitCode
 from pingback_guard_cli.output import console, json_option, print_json, table
 from pingback_guard_cli.stack import Aws, Stack
@@ -27,6 +30,10 @@ KEYS_OUTPUT = "WorkerKeysTableName"
 KEY_ID_LENGTH = 16
 # The userArn API Gateway hands the IAM routes: an IAM user, role or assumed-role session.
 OWNER_PATTERN = re.compile(r"arn:aws[a-z-]*:(iam|sts)::[0-9]{12}:[A-Za-z0-9+=,.@_/:-]{1,1900}")
+# As the functions' domain/principals.py reads a principal (the CLI is installed without them):
+# tests/cli/test_keys.py holds the two to the same answers.
+ASSUMED_ROLE = re.compile(r"arn:(aws[a-z-]*):sts::([0-9]{12}):assumed-role/([^/]+)/[^/]+")
+IAM_ROLE = re.compile(r"arn:(aws[a-z-]*):iam::([0-9]{12}):role/(?:[^/]+/)*([^/]+)")
 LABEL_PATTERN = re.compile(r"[\w .@:/-]{0,64}")
 
 
@@ -46,11 +53,25 @@ class IssuedKey:
     server: str
 
 
-def issue(aws: Aws, stack: Stack, owner: str, label: str) -> IssuedKey:
-    if not OWNER_PATTERN.fullmatch(owner):
+def owner_of(principal_arn: str) -> str:
+    """Whose tasks a principal's are: a role for a role or any session of it (``arn:<partition>:
+    iam::<account>:role/<name>``, no path); any other principal ARN as it is."""
+    match = ASSUMED_ROLE.fullmatch(principal_arn) or IAM_ROLE.fullmatch(principal_arn)
+    if match is None:
+        return principal_arn
+    partition, account, role = match.groups()
+    return f"arn:{partition}:iam::{account}:role/{role}"
+
+
+def issue(
+    aws: Aws, stack: Stack, given_owner: str, label: str, api_url: str | None = None
+) -> IssuedKey:
+    """``api_url``: the API the key's clients reach (--api-url), else the stack's ApiUrl."""
+    if not OWNER_PATTERN.fullmatch(given_owner):
         raise CliFailure(ExitCode.USAGE, "--owner must be an IAM principal ARN (arn:aws:iam::...)")
     if not LABEL_PATTERN.fullmatch(label):
         raise CliFailure(ExitCode.USAGE, "--label: at most 64 letters, digits, spaces or .@:/-")
+    owner = _key_owner(stack, given_owner)
     key = secrets.token_hex(16)
     digest = hashlib.sha256(key.encode("ascii")).hexdigest()
     record = KeyRecord(digest[:KEY_ID_LENGTH], owner, label, time.time(), None)
@@ -65,7 +86,19 @@ def issue(aws: Aws, stack: Stack, owner: str, label: str) -> IssuedKey:
         },
         ConditionExpression="attribute_not_exists(key_id)",
     )
-    return IssuedKey(key, record, urlsplit(stack.output("ApiUrl")).netloc)
+    return IssuedKey(key, record, urlsplit(stack.api_url(api_url)).netloc)
+
+
+def _key_owner(stack: Stack, given_owner: str) -> str:
+    owner = owner_of(given_owner)
+    admin = stack.parameters.get("AdminPrincipalArn", "")
+    if admin and owner_of(admin) == owner:
+        raise CliFailure(
+            ExitCode.USAGE,
+            "--owner is the stack's AdminPrincipalArn: its key would read every task, and a key"
+            " travels in query strings; issue keys for the workers' principals",
+        )
+    return owner
 
 
 def list_keys(aws: Aws, stack: Stack) -> list[KeyRecord]:
@@ -126,20 +159,24 @@ def keys_group() -> None:
 @keys_group.command("issue")
 @click.option("--owner", required=True, help="IAM principal ARN the key speaks for.")
 @click.option("--label", default="", help="A note for `keys list` (who or where it is used).")
+@api_url_option
 @json_option
 @click.pass_obj
-def keys_issue(context: Context, owner: str, label: str, as_json: bool) -> None:
+def keys_issue(
+    context: Context, owner: str, label: str, api_url: str | None, as_json: bool
+) -> None:
     """Issue a key for OWNER; it is printed once and never stored.
 
-    The key submits tasks as OWNER and reads only OWNER's tasks, as the IAM routes do.
+    The key submits tasks as OWNER and reads only OWNER's tasks, as the IAM routes do (a role
+    for any session of it). Never for the stack's AdminPrincipalArn.
     """
-    issued = issue(context.aws, context.stack, owner, label)
+    issued = issue(context.aws, context.stack, owner, label, api_url)
     if as_json:
         print_json({"key": issued.key, "server": issued.server, **asdict(issued.record)})
         return
     click.echo(f"key:    {issued.key}   (shown once: the stack keeps only its hash)")
     click.echo(f"key id: {issued.record.key_id}   (keys list / keys revoke)")
-    click.echo(f"owner:  {owner}")
+    click.echo(f"owner:  {issued.record.owner}")
     click.echo(f"server: {issued.server}   (the 2captcha client's server / base URL)")
 
 

@@ -15,7 +15,7 @@ import click
 from rich.text import Text
 
 from pingback_guard_cli import keys, preflight, queues, secret, smoke, status, tasks
-from pingback_guard_cli.context import Context
+from pingback_guard_cli.context import Context, api_url_option
 from pingback_guard_cli.errors import ExitCode, failure_of
 from pingback_guard_cli.output import (
     cell,
@@ -462,11 +462,7 @@ def _deploy_stack_name(ctx: click.Context, config_file: Path, config_env: str) -
 
 
 @cli.command("smoke")
-@click.option(
-    "--api-url",
-    envvar="PINGBACK_GUARD_API_URL",
-    help="The stack's HTTP API (default: its ApiUrl output; env PINGBACK_GUARD_API_URL).",
-)
+@api_url_option
 @click.option(
     "--event-timeout",
     type=click.FloatRange(1, 900),
@@ -503,9 +499,7 @@ def smoke_command(
     cloudwatch:DescribeAlarms.
     """
     stack = context.stack
-    options = smoke.SmokeOptions(
-        api_url or stack.output("ApiUrl"), event_timeout, rule_settle_seconds
-    )
+    options = smoke.SmokeOptions(stack.api_url(api_url), event_timeout, rule_settle_seconds)
     found = smoke.run_smoke(context.aws, stack, options)
     if as_json:
         print_json({"stack": stack.name, **found.to_json()})

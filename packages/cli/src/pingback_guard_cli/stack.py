@@ -46,6 +46,11 @@ class Stack:
             )
         return value
 
+    def api_url(self, given: str | None = None) -> str:
+        """The HTTP API's base URL: ``given`` (--api-url), else the ApiUrl output. The local
+        stack's ApiUrl names an API Gateway host that does not exist on this machine."""
+        return given or self.output("ApiUrl")
+
     @property
     def due_shards(self) -> int:
         return int(self.parameters.get("DueShards") or DEFAULT_DUE_SHARDS)
