@@ -640,18 +640,20 @@ class InMemoryRequestBudgets:
         self.reading: BalanceReading | None = None
         self.claimed_at: float | None = None
         self.available = True
+        # Each call is one conditional write in DynamoDB: atomic.
+        self._lock = threading.Lock()
 
     def spend(self, budget_key: str, now: float, limits: RequestLimits) -> bool:
         self._maybe_fail()
-        window = self.windows.setdefault((budget_key, minute_of(now)), {})
-        second = second_counter(now)
-        if window.get("requests", 0) >= limits.per_minute:
-            return False
-        if window.get(second, 0) >= limits.per_second:
-            return False
-        window["requests"] = window.get("requests", 0) + 1
-        window[second] = window.get(second, 0) + 1
-        return True
+        with self._lock:
+            window = self.windows.setdefault((budget_key, minute_of(now)), {})
+            second = second_counter(now)
+            full = window.get("requests", 0) >= limits.per_minute
+            if full or window.get(second, 0) >= limits.per_second:
+                return False
+            window["requests"] = window.get("requests", 0) + 1
+            window[second] = window.get(second, 0) + 1
+            return True
 
     def balance(self) -> BalanceReading | None:
         self._maybe_fail()
@@ -659,10 +661,11 @@ class InMemoryRequestBudgets:
 
     def claim_balance_refresh(self, now: float, interval_seconds: float) -> bool:
         self._maybe_fail()
-        if self.claimed_at is not None and self.claimed_at > now - interval_seconds:
-            return False
-        self.claimed_at = now
-        return True
+        with self._lock:
+            if self.claimed_at is not None and self.claimed_at > now - interval_seconds:
+                return False
+            self.claimed_at = now
+            return True
 
     def record_balance(self, reading: BalanceReading) -> None:
         self._maybe_fail()
