@@ -8,11 +8,17 @@ from dataclasses import dataclass
 
 import pytest
 
-from pingback_guard.domain.errors import ProviderAccountError, ProviderRetryableError
+from pingback_guard.domain.errors import (
+    ConfigurationError,
+    ProviderAccountError,
+    ProviderRetryableError,
+)
 from pingback_guard.domain.request_budgets import RequestLimits
 from pingback_guard.logic.compat import Event
 from pingback_guard.logic.request_budgets import SharedBalance
+from pingback_guard.settings import CompatResultSettings, CompatSubmitSettings
 from tests.fakes import InMemoryRequestBudgets
+from tests.support import template_environment
 from tests.unit.test_compat_logic import Stack, words
 
 MINUTE = 1020.0  # a minute's first second
@@ -146,3 +152,18 @@ def test_the_provider_s_account_error_is_served_to_everyone_until_the_next_refre
         assert words(outcome) == (0, "ERROR_KEY_DOES_NOT_EXIST")
         assert outcome.event is Event.ACCOUNT_ERROR
     assert provider.requests == 1
+
+
+def test_each_compat_function_reads_its_own_budget_from_the_template() -> None:
+    submit = CompatSubmitSettings.from_env(template_environment("CompatSubmitFunction"))
+    results = CompatResultSettings.from_env(template_environment("CompatResultFunction"))
+    assert submit.budget.limits == RequestLimits(per_second=10, per_minute=50)
+    assert results.budget.limits == RequestLimits(per_second=10, per_minute=300)
+    assert results.balance_cache_seconds == 60
+    assert submit.budget.table_name == results.budget.table_name
+
+
+def test_a_budget_of_zero_fails_the_cold_start() -> None:
+    environment = template_environment("CompatSubmitFunction", IN_PHP_BUDGET_PER_SECOND="0")
+    with pytest.raises(ConfigurationError, match="IN_PHP_BUDGET_PER_SECOND"):
+        CompatSubmitSettings.from_env(environment)
