@@ -11,10 +11,9 @@
   and when a container last claimed the right to read it again (``claimed_at``).
 
 The largest budget item (60 second counters) is under 1 KB, so each request costs one write unit,
-refused or not: a write is billed by the item's size rounded up to the next 1 KB
-(https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html)
-and a refused conditional write still consumes write capacity
-(https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Expressions.ConditionExpressions.html).
+refused or not: a write is billed by the item's size rounded up to the next 1 KB, and a refused
+conditional write still consumes write units for the larger of the item's old and new size
+(https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html).
 `python -m bench.request_budget_cost` prints the figures.
 """
 
