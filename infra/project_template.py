@@ -17,6 +17,7 @@ _ACCOUNT = "123456789012"
 PLACEHOLDER_IDS = {
     "TasksTable": "pingback-guard-TasksTable-1A2B3C4D5E6F",
     "WorkerKeysTable": "pingback-guard-WorkerKeysTable-1A2B3C4D5E6F",
+    "RequestBudgetsTable": "pingback-guard-RequestBudgetsTable-1A2B3C4D5E6F",
     "DeadLetterQueue": (
         f"https://sqs.{PLACEHOLDER_REGION}.amazonaws.com/{_ACCOUNT}/pingback-guard-DeadLetterQueue-1A2B3C"
     ),
@@ -43,7 +44,12 @@ def parameter_default(template: Mapping[str, Any], name: str) -> Any:
 
 def create_tasks_table(client: Any, table_name: str) -> None:
     """Create the table exactly as template.yaml declares its keys and indexes."""
-    properties = project_template()["Resources"]["TasksTable"]["Properties"]
+    create_declared_table(client, "TasksTable", table_name)
+
+
+def create_declared_table(client: Any, logical_id: str, table_name: str) -> None:
+    """Create template.yaml's table ``logical_id`` with its declared keys and indexes."""
+    properties = project_template()["Resources"][logical_id]["Properties"]
     definition = {key: properties[key] for key in TABLE_KEYS_MOTO_TAKES if key in properties}
     client.create_table(TableName=table_name, **definition)
 

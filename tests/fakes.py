@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pingback_guard.data.connections import Connection, TooManyConnections
+from pingback_guard.data.request_budgets import minute_of, second_counter
 from pingback_guard.domain.errors import (
     ConnectionGoneError,
     DeadLetterError,
@@ -27,6 +28,7 @@ from pingback_guard.domain.errors import (
     StoreUnavailableError,
 )
 from pingback_guard.domain.lease import PollerLease
+from pingback_guard.domain.request_budgets import BalanceReading, RequestLimits
 from pingback_guard.domain.task import (
     CaptchaRequest,
     DueTask,
@@ -644,3 +646,49 @@ class FakeResolver:
         if host not in self._addresses:
             raise ForwardFailedError("forward: no address (gaierror)")
         return [ipaddress.ip_address(address) for address in self._addresses[host]]
+
+
+class InMemoryRequestBudgets:
+    """RequestBudgetStore over dicts, with the DynamoDB store's windows: one count per key and
+    minute, and one per second of that minute (tests/integration/test_request_budget_store.py
+    holds both stores to one contract)."""
+
+    def __init__(self) -> None:
+        self.windows: dict[tuple[str, int], dict[str, int]] = {}
+        self.reading: BalanceReading | None = None
+        self.claimed_at: float | None = None
+        self.available = True
+        # Each call is one conditional write in DynamoDB: atomic.
+        self._lock = threading.Lock()
+
+    def spend(self, budget_key: str, now: float, limits: RequestLimits) -> bool:
+        self._maybe_fail()
+        with self._lock:
+            window = self.windows.setdefault((budget_key, minute_of(now)), {})
+            second = second_counter(now)
+            full = window.get("requests", 0) >= limits.per_minute
+            if full or window.get(second, 0) >= limits.per_second:
+                return False
+            window["requests"] = window.get("requests", 0) + 1
+            window[second] = window.get(second, 0) + 1
+            return True
+
+    def balance(self) -> BalanceReading | None:
+        self._maybe_fail()
+        return self.reading
+
+    def claim_balance_refresh(self, now: float, interval_seconds: float) -> bool:
+        self._maybe_fail()
+        with self._lock:
+            if self.claimed_at is not None and self.claimed_at > now - interval_seconds:
+                return False
+            self.claimed_at = now
+            return True
+
+    def record_balance(self, reading: BalanceReading) -> None:
+        self._maybe_fail()
+        self.reading = reading
+
+    def _maybe_fail(self) -> None:
+        if not self.available:
+            raise unavailable()

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from pingback_guard.domain.errors import ConfigurationError
 from pingback_guard.domain.principals import owner_of
+from pingback_guard.domain.request_budgets import RequestLimits
 from pingback_guard.domain.task import TokenLifetimes
 
 if TYPE_CHECKING:
@@ -417,12 +418,32 @@ class PushSettings:
 
 
 @dataclass(frozen=True)
+class KeyBudgetSettings:
+    """One endpoint's request budget per worker key, counted in its own table."""
+
+    table_name: str
+    limits: RequestLimits
+
+    @classmethod
+    def from_env(cls, env: _Env, endpoint: str) -> KeyBudgetSettings:
+        """``endpoint``: IN_PHP or RES_PHP, the prefix of its two variables."""
+        return cls(
+            table_name=env.text("REQUEST_BUDGETS_TABLE_NAME"),
+            limits=RequestLimits(
+                per_second=env.integer(f"{endpoint}_BUDGET_PER_SECOND", 1, 10000),
+                per_minute=env.integer(f"{endpoint}_BUDGET_PER_MINUTE", 1, 10000),
+            ),
+        )
+
+
+@dataclass(frozen=True)
 class CompatSubmitSettings:
     """in.php on the stack's API: a submit like POST /tasks, with per-worker keys."""
 
     submit: SubmitSettings
     worker_keys_table: str
     allow_loopback_pingbacks: bool
+    budget: KeyBudgetSettings
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> CompatSubmitSettings:
@@ -430,7 +451,12 @@ class CompatSubmitSettings:
         return cls(
             submit=SubmitSettings.from_env(environ),
             worker_keys_table=env.text("WORKER_KEYS_TABLE_NAME"),
+<<<<<<< HEAD
             allow_loopback_pingbacks=allow_loopback_pingbacks(env),
+=======
+            allow_loopback_pingbacks=env.flag("ALLOW_LOOPBACK_PINGBACKS"),
+            budget=KeyBudgetSettings.from_env(env, "IN_PHP"),
+>>>>>>> key-budgets
         )
 
 
@@ -441,6 +467,9 @@ class CompatResultSettings:
     get_task: GetTaskSettings
     report_window_seconds: float
     worker_keys_table: str
+    budget: KeyBudgetSettings
+    # The provider is asked for the balance at most this often, for the whole stack.
+    balance_cache_seconds: float
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> CompatResultSettings:
@@ -449,6 +478,8 @@ class CompatResultSettings:
             get_task=GetTaskSettings.from_env(environ),
             report_window_seconds=ReportSettings.from_env(environ).report_window_seconds,
             worker_keys_table=env.text("WORKER_KEYS_TABLE_NAME"),
+            budget=KeyBudgetSettings.from_env(env, "RES_PHP"),
+            balance_cache_seconds=env.number("BALANCE_CACHE_SECONDS", 10, 3600),
         )
 
 

@@ -149,9 +149,10 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
         "sqs:GetQueueAttributes": {"DeadLetterQueue"},
     },
     # in.php / res.php: the submit's and the reads' grants, plus reading a worker key's record.
+    # And each key's request budget (RequestBudgetsTable); res.php also the cached balance.
     "CompatSubmitFunction": {
         "dynamodb:GetItem": {"WorkerKeysTable"},
-        "dynamodb:UpdateItem": {TABLE},
+        "dynamodb:UpdateItem": {TABLE, "RequestBudgetsTable"},
         "sqs:SendMessage": {"DeadLetterQueue"},
         "secretsmanager:GetSecretValue": {"CallbackSecret"},
         "ssm:GetParameter": {"ProviderApiKeyParameterName"},
@@ -161,8 +162,8 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
         "sqs:SendMessage": {"PingbackForwardFailedQueue"},
     },
     "CompatResultFunction": {
-        "dynamodb:GetItem": {TABLE, "WorkerKeysTable"},
-        "dynamodb:UpdateItem": {TABLE},
+        "dynamodb:GetItem": {TABLE, "WorkerKeysTable", "RequestBudgetsTable"},
+        "dynamodb:UpdateItem": {TABLE, "RequestBudgetsTable"},
         "ssm:GetParameter": {"ProviderApiKeyParameterName"},
     },
     "PollerFunction": {
@@ -1103,6 +1104,10 @@ INTEGER_PARAMETERS = {
     "ApiThrottlingBurstLimit": (1, 5000),
     "CallbackThrottlingRateLimit": (1, 10000),
     "CallbackThrottlingBurstLimit": (1, 5000),
+    "InPhpBudgetPerSecond": (1, 10000),
+    "InPhpBudgetPerMinute": (1, 10000),
+    "ResPhpBudgetPerSecond": (1, 10000),
+    "ResPhpBudgetPerMinute": (1, 10000),
 }
 
 

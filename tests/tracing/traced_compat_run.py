@@ -18,7 +18,7 @@ import boto3
 from moto import mock_aws
 
 from infra.lambda_context import FakeLambdaContext
-from infra.project_template import create_tasks_table
+from infra.project_template import create_declared_table, create_tasks_table
 from pingback_guard.domain.worker_keys import digest_of
 from tests.integration.handler_support import TABLE
 from tests.support import template_environment
@@ -26,6 +26,7 @@ from tests.tracing.traced_run import create_key_queue_and_secret
 
 WORKER_KEY = "5ec7e7c0ffee5ec7e7c0ffee5ec7e7c0"
 KEYS_TABLE = "pg-worker-keys"
+BUDGETS_TABLE = "pg-request-budgets"
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 SAMPLE_KEY = "0123456789abcdef0123456789abcdef"  # the committed events' made-up key
 
@@ -65,6 +66,7 @@ def _event(name: str) -> dict[str, Any]:
 def _create_resources() -> None:
     dynamodb = boto3.client("dynamodb", region_name="us-east-1")
     create_tasks_table(dynamodb, TABLE)
+    create_declared_table(dynamodb, "RequestBudgetsTable", BUDGETS_TABLE)
     dynamodb.create_table(
         TableName=KEYS_TABLE,
         AttributeDefinitions=[{"AttributeName": "key_id", "AttributeType": "S"}],
@@ -88,6 +90,7 @@ def _environment(function: str, provider_base_url: str) -> dict[str, str]:
     overrides = {
         "TASKS_TABLE_NAME": TABLE,
         "WORKER_KEYS_TABLE_NAME": KEYS_TABLE,
+        "REQUEST_BUDGETS_TABLE_NAME": BUDGETS_TABLE,
         "PROVIDER_API_KEY_PARAMETER": "/pg/provider-api-key",
         "PROVIDER_BASE_URL": provider_base_url,
         "PROVIDER_CONNECT_TIMEOUT_SECONDS": "0.5",

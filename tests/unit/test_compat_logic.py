@@ -11,6 +11,7 @@ from pingback_guard.domain.errors import (
     ProviderRejectedError,
     ProviderRetryableError,
 )
+from pingback_guard.domain.request_budgets import RequestLimits
 from pingback_guard.domain.task import DeliveryPath, TaskResult, TaskStatus
 from pingback_guard.logic.compat import (
     CompatResults,
@@ -22,11 +23,13 @@ from pingback_guard.logic.compat import (
 )
 from pingback_guard.logic.get_task import TaskQuery
 from pingback_guard.logic.report import ReportService
+from pingback_guard.logic.request_budgets import BalanceSource, Endpoint, KeyBudget, SharedBalance
 from pingback_guard.logic.submit import IssuedPingback, PendingTasks, SubmitService
 from pingback_guard.logic.worker_keys import KeyRefusal, WorkerKeys
 from tests.fakes import (
     FakeDeadLetterQueue,
     FakeProvider,
+    InMemoryRequestBudgets,
     InMemoryTaskStore,
     InMemoryWorkerKeys,
 )
@@ -43,14 +46,22 @@ SUBMIT = {
     "soft_id": "4580",
 }
 PINGBACK = IssuedPingback("nonce", "https://api.test/callback/v1.nonce.mac")
+NO_LIMIT = RequestLimits(per_second=10000, per_minute=10000)
 
 
 class Stack:
-    """The in.php and res.php logic over one in-memory store, provider and key table."""
+    """The in.php and res.php logic over one in-memory store, provider, key table and budget
+    table (budgets no test here reaches, unless given)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        in_php: RequestLimits = NO_LIMIT,
+        res_php: RequestLimits = NO_LIMIT,
+        balance: BalanceSource | None = None,
+    ) -> None:
         self.store = InMemoryTaskStore()
         self.provider = FakeProvider()
+        self.budgets = InMemoryRequestBudgets()
         self.keys = InMemoryWorkerKeys()
         self.worker_key = self.keys.issue(WORKER)
         self.other_key = self.keys.issue(OTHER)
@@ -63,14 +74,18 @@ class Stack:
             PendingTasks(120, clock=lambda: self.now),
             sleep=lambda _: None,
         )
-        self.in_php = CompatSubmit(keys, submit)
+        self.in_php = CompatSubmit(keys, submit, budget=self._budget(Endpoint.IN_PHP, in_php))
         self.res_php = CompatResults(
             keys,
             TaskQuery(self.store),
             ReportService(self.store, self.provider, 900, clock=lambda: self.now),
-            self.provider,
+            SharedBalance(self.budgets, balance or self.provider, 60, clock=lambda: self.now),
             clock=lambda: self.now,
+            budget=self._budget(Endpoint.RES_PHP, res_php),
         )
+
+    def _budget(self, endpoint: Endpoint, limits: RequestLimits) -> KeyBudget:
+        return KeyBudget(self.budgets, endpoint, limits, clock=lambda: self.now)
 
     def submit(self, key: str, **fields: str) -> Outcome:
         return self.in_php.submit({"key": key, **SUBMIT, **fields}, lambda: PINGBACK)

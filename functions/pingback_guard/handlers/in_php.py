@@ -20,7 +20,7 @@ from pingback_guard.handlers.protocol import (
     protocol_fields,
     protocol_response,
 )
-from pingback_guard.handlers.services import submit_service
+from pingback_guard.handlers.services import key_budget, submit_service
 from pingback_guard.kinds.registry import MAX_REQUEST_BYTES
 from pingback_guard.logic.compat import (
     BAD_PARAMETERS,
@@ -30,6 +30,7 @@ from pingback_guard.logic.compat import (
     ProtocolAnswer,
     wants_json,
 )
+from pingback_guard.logic.request_budgets import Endpoint
 from pingback_guard.logic.worker_keys import WorkerKeys
 from pingback_guard.observability import instrumented, logger, metrics
 from pingback_guard.settings import CompatSubmitSettings
@@ -44,6 +45,7 @@ pingbacks = PingbackIssuer(settings.submit.pingbacks)
 service = CompatSubmit(
     WorkerKeys(DynamoDbWorkerKeys(aws_clients.dynamodb_client(), settings.worker_keys_table)),
     submit_service(settings.submit, pingbacks),
+    budget=key_budget(settings.budget, Endpoint.IN_PHP),
     allow_loopback_pingbacks=settings.allow_loopback_pingbacks,
 )
 
@@ -67,6 +69,10 @@ def _answered(outcome: Outcome, as_json: bool) -> dict[str, Any]:
         # The answer is a protocol code: never the key, never a field's value.
         logger.warning(
             "in.php refused",
-            extra={"answer": outcome.answer.request, "task_id": outcome.task_id},
+            extra={
+                "answer": outcome.answer.request,
+                "task_id": outcome.task_id,
+                "key_id": outcome.key_id,
+            },
         )
     return protocol_response(outcome.answer, as_json)

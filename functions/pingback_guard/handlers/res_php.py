@@ -17,7 +17,12 @@ from pingback_guard.handlers.protocol import (
     protocol_fields,
     protocol_response,
 )
-from pingback_guard.handlers.services import report_service, task_query
+from pingback_guard.handlers.services import (
+    key_budget,
+    report_service,
+    shared_balance,
+    task_query,
+)
 from pingback_guard.logic.compat import (
     BAD_PARAMETERS,
     CompatResults,
@@ -25,9 +30,9 @@ from pingback_guard.logic.compat import (
     ProtocolAnswer,
     wants_json,
 )
+from pingback_guard.logic.request_budgets import Endpoint
 from pingback_guard.logic.worker_keys import WorkerKeys
 from pingback_guard.observability import instrumented, logger, metrics, record_read_through
-from pingback_guard.provider.configured_client import captchaai_client
 from pingback_guard.settings import CompatResultSettings
 
 MAX_BODY_BYTES = 64 * 1024
@@ -40,7 +45,8 @@ service = CompatResults(
     report_service(
         reads.table, reads.provider, settings.report_window_seconds, reads.admin_principal_arn
     ),
-    captchaai_client(reads.provider),
+    shared_balance(settings.budget, reads.provider, settings.balance_cache_seconds),
+    budget=key_budget(settings.budget, Endpoint.RES_PHP),
 )
 
 
@@ -55,6 +61,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name=outcome.event.value, unit=MetricUnit.Count, value=1)
     for task_id, found in outcome.lookups:
         record_read_through(task_id, found)
-    if outcome.event in {Event.KEY_REFUSED, Event.STORE_UNAVAILABLE}:
-        logger.warning("res.php refused", extra={"answer": outcome.answer.request})
+    if outcome.event in {Event.KEY_REFUSED, Event.OVER_BUDGET, Event.STORE_UNAVAILABLE}:
+        logger.warning(
+            "res.php refused", extra={"answer": outcome.answer.request, "key_id": outcome.key_id}
+        )
     return protocol_response(outcome.answer, wants_json(fields))

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
+from pingback_guard.data.request_budgets import DynamoDbRequestBudgets
 from pingback_guard.handlers.pingbacks import PingbackIssuer
 from pingback_guard.logic.get_task import ReadThroughPolicy, TaskQuery
 from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
 from pingback_guard.logic.report import ReportService
+from pingback_guard.logic.request_budgets import Endpoint, KeyBudget, SharedBalance
 from pingback_guard.logic.submit import SubmitService
 from pingback_guard.observability import (
     count_provisional_discarded,
@@ -17,7 +19,13 @@ from pingback_guard.observability import (
 from pingback_guard.provider.captchaai import RetryPolicy
 from pingback_guard.provider.configured_client import captchaai_client
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
-from pingback_guard.settings import GetTaskSettings, ProviderSettings, SubmitSettings, TableSettings
+from pingback_guard.settings import (
+    GetTaskSettings,
+    KeyBudgetSettings,
+    ProviderSettings,
+    SubmitSettings,
+    TableSettings,
+)
 
 
 def submit_service(settings: SubmitSettings, pingbacks: PingbackIssuer) -> SubmitService:
@@ -57,4 +65,20 @@ def report_service(
         captchaai_client(provider),
         window_seconds,
         admin_principal_arn=admin_principal_arn,
+    )
+
+
+def key_budget(settings: KeyBudgetSettings, endpoint: Endpoint) -> KeyBudget:
+    store = DynamoDbRequestBudgets(aws_clients.dynamodb_client(), settings.table_name)
+    return KeyBudget(store, endpoint, settings.limits)
+
+
+def shared_balance(
+    budgets: KeyBudgetSettings, provider: ProviderSettings, refresh_seconds: float
+) -> SharedBalance:
+    return SharedBalance(
+        DynamoDbRequestBudgets(aws_clients.dynamodb_client(), budgets.table_name),
+        # One attempt: a worker is waiting, and every other request serves the cached answer.
+        captchaai_client(provider, retry=RetryPolicy(attempts=1)),
+        refresh_seconds,
     )

@@ -29,13 +29,14 @@ from pingback_guard.domain.task import (
     ReportVerdict,
     normalise_task_id,
 )
+from pingback_guard.domain.worker_keys import digest_of
 from pingback_guard.kinds.registry import InvalidFieldError, parse_provider_fields
 from pingback_guard.logic.forwarding import is_forwardable_url, protocol_word
 from pingback_guard.logic.get_task import Lookup, TaskQuery
 from pingback_guard.logic.report import ReportService
+from pingback_guard.logic.request_budgets import BalanceSource, KeyBudget
 from pingback_guard.logic.submit import IssuedPingback, SubmitService
 from pingback_guard.logic.worker_keys import KeyRefusal, WorkerKeys
-from pingback_guard.provider.client import ProviderClient
 
 REPORT_RECORDED = "OK_REPORT_RECORDED"
 WRONG_CAPTCHA_ID = "ERROR_WRONG_CAPTCHA_ID"
@@ -93,6 +94,7 @@ class Event(StrEnum):
     """What happened, also the metric the handler counts for it."""
 
     KEY_REFUSED = "CompatKeyRefused"
+    OVER_BUDGET = "CompatKeyOverBudget"
     REJECTED = "SubmitRejected"
     SUBMITTED = "TaskSubmitted"
     NOT_RECORDED = "SubmitNotRecorded"
@@ -109,6 +111,8 @@ class Outcome:
     event: Event
     task_id: str | None = None
     lookups: list[tuple[str, Lookup]] = field(default_factory=list)
+    # The id (not the key) of a key over its budget: what an operator revokes.
+    key_id: str | None = None
 
 
 def wants_json(fields: Mapping[str, str]) -> bool:
@@ -164,9 +168,11 @@ class CompatSubmit:
         service: SubmitService,
         parse: Callable[[Mapping[str, str]], CaptchaRequest] = parse_fields,
         *,
+        budget: KeyBudget,
         allow_loopback_pingbacks: bool = False,
     ) -> None:
         self._keys = keys
+        self._budget = budget
         self._service = service
         self._parse = parse
         self._allow_loopback = allow_loopback_pingbacks
@@ -174,7 +180,7 @@ class CompatSubmit:
     def submit(
         self, fields: Mapping[str, str], issue_pingback: Callable[[], IssuedPingback]
     ) -> Outcome:
-        owner = _owner(self._keys, fields)
+        owner = _admitted(self._keys, self._budget, fields)
         if isinstance(owner, Outcome):
             return owner
         try:
@@ -204,6 +210,21 @@ def _owner(keys: WorkerKeys, fields: Mapping[str, str]) -> str | Outcome:
     return owner
 
 
+def _admitted(keys: WorkerKeys, budget: KeyBudget, fields: Mapping[str, str]) -> str | Outcome:
+    """The key's owner when the key speaks for one and this request fits the key's budget;
+    otherwise the answer, and the request goes no further (never to the provider)."""
+    owner = _owner(keys, fields)
+    if isinstance(owner, Outcome):
+        return owner
+    key_id = digest_of(fields["key"]).key_id
+    try:
+        if budget.admits(key_id):
+            return owner
+    except StoreError:
+        return Outcome(UNAVAILABLE, Event.STORE_UNAVAILABLE)
+    return Outcome(ProtocolAnswer.error(budget.refusal), Event.OVER_BUDGET, key_id=key_id)
+
+
 def _submit_failure(error: PingbackGuardError) -> Outcome:
     if isinstance(error, ProviderAccountError):
         return Outcome(ProtocolAnswer.error(_code_of(error)), Event.ACCOUNT_ERROR)
@@ -222,17 +243,20 @@ class CompatResults:
         keys: WorkerKeys,
         query: TaskQuery,
         reports: ReportService,
-        provider: ProviderClient,
+        balance: BalanceSource,
         clock: Callable[[], float] = time.time,
+        *,
+        budget: KeyBudget,
     ) -> None:
         self._keys = keys
         self._query = query
         self._reports = reports
-        self._provider = provider
+        self._balance_source = balance
         self._clock = clock
+        self._budget = budget
 
     def answer(self, fields: Mapping[str, str]) -> Outcome:
-        owner = _owner(self._keys, fields)
+        owner = _admitted(self._keys, self._budget, fields)
         if isinstance(owner, Outcome):
             return owner
         action = fields.get("action", "")
@@ -295,9 +319,10 @@ class CompatResults:
         return Outcome(ProtocolAnswer.ok(REPORT_RECORDED), Event.REPORTED, task_id)
 
     def _balance(self) -> Outcome:
-        """The provider account's balance: the stack spends it for every worker."""
+        """The provider account's balance, which the stack spends for every worker: cached for
+        the stack (logic/request_budgets.py), so no key can make the provider count its polls."""
         try:
-            balance = self._provider.balance()
+            balance = self._balance_source.balance()
         except ProviderAccountError as error:
             return Outcome(ProtocolAnswer.error(_code_of(error)), Event.ACCOUNT_ERROR)
         except PingbackGuardError:
