@@ -11,6 +11,7 @@ import pytest
 from infra.local.cloudformation.account_settings import (
     cloudwatch_role_arn,
     refuse_stages_that_cannot_log,
+    set_cloudwatch_role_arn,
 )
 from infra.local.cloudformation.deploy import deploy_stack
 from infra.local.cloudformation.intrinsics import NoResources, Resolver
@@ -64,8 +65,6 @@ def test_a_logging_websocket_stage_deploys_only_once_the_account_role_is_set(
     # Refused before anything was created, as CloudFormation fails the stage.
     assert endpoint.client("cloudformation").list_stacks()["StackSummaries"] == []
 
-    endpoint.client("apigateway").update_account(
-        patchOperations=[{"op": "replace", "path": "/cloudwatchRoleArn", "value": ROLE_ARN}]
-    )
+    set_cloudwatch_role_arn(endpoint, ROLE_ARN)
     assert cloudwatch_role_arn(endpoint) == ROLE_ARN
     refuse_stages_that_cannot_log(*_translated(template, {"PushApiAccessLogs": "true"}), endpoint)

@@ -48,6 +48,13 @@ def cloudwatch_role_arn(endpoint: AwsEndpoint) -> str | None:
     return role or None
 
 
+def set_cloudwatch_role_arn(endpoint: AwsEndpoint, role_arn: str) -> None:
+    """Set the account's API Gateway CloudWatch role in the endpoint's region (update-account)."""
+    endpoint.client("apigateway").update_account(
+        patchOperations=[{"op": "replace", "path": "/cloudwatchRoleArn", "value": role_arn}]
+    )
+
+
 def _deployed(definition: Mapping[str, Any], resolver: Resolver) -> bool:
     return "Condition" not in definition or resolver.condition(definition["Condition"])
 
