@@ -10,6 +10,7 @@ import pytest
 
 from infra.local.cloudformation.cfn_yaml import CfnYamlError, load_cfn_yaml
 from infra.local.cloudformation.language_extensions import (
+    LanguageExtensionsError,
     apply_language_extensions,
     resolve_find_in_map,
 )
@@ -172,6 +173,24 @@ def test_what_cloudformation_would_refuse_is_refused(
     )
     with pytest.raises(CfnYamlError, match=re.escape(problem)):
         load_cfn_yaml(path)
+
+
+def test_loops_are_refused_outside_resources_conditions_and_outputs() -> None:
+    document = {
+        "Transform": "AWS::LanguageExtensions",
+        "Mappings": {"Fn::ForEach::Maps": ["Id", ["A"], {"${Id}": {"k": {"v": 1}}}]},
+        "Resources": {},
+    }
+    with pytest.raises(
+        LanguageExtensionsError,
+        match=re.escape(
+            "Mappings: Fn::ForEach::Maps: the AWS::LanguageExtensions transform supports its"
+            " functions only in the Conditions, Resources, Outputs sections"
+            " (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/"
+            "transform-aws-languageextensions.html)"
+        ),
+    ):
+        apply_language_extensions(document)
 
 
 def test_what_the_transform_accepts_in_policies_and_getatt() -> None:

@@ -10,11 +10,14 @@ What AWS's transform refuses is refused here, each message naming the rule:
   fails with "Unrecognized DeletionPolicy RetainExceptOnCreate", although CloudFormation without
   the transform accepts that value: aws-cloudformation/cfn-language-discussion#139);
 - a function inside Fn::GetAtt other than those the transform resolves there, or one given to the
-  string form ("Name.Attribute") instead of the list form [logicalName, attributeName].
+  string form ("Name.Attribute") instead of the list form [logicalName, attributeName];
+- a Fn::ForEach outside Resources, Conditions and Outputs, the only sections where the
+  transform's functions are supported.
+https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/transform-aws-languageextensions.html
 """
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from infra.local.cloudformation.intrinsics import NoResources, Resolver, UnresolvableError
@@ -60,6 +63,7 @@ def apply_language_extensions(document: dict[str, Any]) -> dict[str, Any]:
         applied["Transform"] = remaining[0] if len(remaining) == 1 else remaining
     else:
         del applied["Transform"]
+    _refuse_loops_outside_their_sections(document)
     mappings = document.get("Mappings", {})
     for section in _SECTIONS_WITH_LOOPS:
         if section in document:
@@ -68,6 +72,29 @@ def apply_language_extensions(document: dict[str, Any]) -> dict[str, Any]:
             applied[section] = _fold(expanded, mappings)
     _check_policies(applied.get("Resources", {}))
     return applied
+
+
+def _refuse_loops_outside_their_sections(document: Mapping[str, Any]) -> None:
+    for section, content in document.items():
+        if section in _SECTIONS_WITH_LOOPS:
+            continue
+        loops = [key for key in _keys(content) if key.startswith(FOR_EACH_PREFIX)]
+        if loops:
+            raise LanguageExtensionsError(
+                f"{section}: {loops[0]}: the AWS::LanguageExtensions transform supports its"
+                f" functions only in the {', '.join(_SECTIONS_WITH_LOOPS)} sections"
+                f" ({TRANSFORM_DOC})"
+            )
+
+
+def _keys(value: Any) -> Iterator[str]:
+    if isinstance(value, list):
+        for item in value:
+            yield from _keys(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _keys(item)
 
 
 def resolve_find_in_map(document: dict[str, Any], parameters: Mapping[str, Any]) -> dict[str, Any]:
