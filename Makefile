@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed
 include infra/sam/sam.mk
 
 .PHONY: help venv lock dynamodb-local lint typecheck unit check integration local chaos test \
-	static-checks suites demo up bench clean
+	static-checks suites preflight demo up bench clean
 
 help:
 	@echo "make demo   - run the whole stack locally against moto + the simulator, with the chaos proof"

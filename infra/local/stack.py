@@ -19,6 +19,7 @@ import requests
 from infra.local.apigateway.gateway import GatewayTls, HttpGateway
 from infra.local.apigateway.http_api import ApiContext, RouteTable
 from infra.local.apigateway.websocket_api import LocalWebSocketApi, websocket_apis
+from infra.local.cloudformation.account_settings import set_cloudwatch_role_arn
 from infra.local.cloudformation.deploy import DeployedStack, deploy_stack
 from infra.local.cloudformation.template import SamTemplate
 from infra.local.cloudwatch.alarm_runtime import LocalCloudWatch
@@ -82,6 +83,9 @@ class LocalOptions:
     stack_name: str = "pingback-guard-local"
     event_duplicate_rate: float = 0.0
     """Probability that a pipe puts a delivered batch of result events a second time."""
+    apigateway_cloudwatch_role_arn: str | None = None
+    """The account's API Gateway CloudWatch role; None: unset, as on a fresh account (a stage
+    that logs, e.g. PushApiAccessLogs=true, is then refused as AWS refuses it)."""
 
 
 @dataclass(frozen=True)
@@ -318,6 +322,8 @@ class LocalStack(Service):
         self._moto = MotoServer(options.aws_port, log_dir / "moto.log")
         moto = self._moto.start()
         endpoint = AwsEndpoint(moto.url, options.region)
+        if options.apigateway_cloudwatch_role_arn:
+            set_cloudwatch_role_arn(endpoint, options.apigateway_cloudwatch_role_arn)
         stack = deploy_stack(
             template, parameter_values, endpoint, moto.cloudformation_types, options.stack_name
         )

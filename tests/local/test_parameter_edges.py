@@ -66,6 +66,8 @@ def test_parameter_edges_deploy_and_run(tmp_path: Path, edge: str) -> None:
         time_scale=60,
         workers_per_function=1,
         stack_name=f"edges-{edge}",
+        # PushApiAccessLogs=true (an edge) makes the push stage log: the account needs the role.
+        apigateway_cloudwatch_role_arn="arn:aws:iam::123456789012:role/apigateway-cloudwatch",
     )
     with LocalStack(options) as stack:
         failed = {n: f["init_error"] for n, f in stack.ready.functions.items() if f["init_error"]}

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from infra.local.cloudformation.cfn_yaml import CfnYamlError, load_cfn_yaml
-from infra.local.cloudformation.language_extensions import apply_language_extensions
+from infra.local.cloudformation.language_extensions import (
+    LanguageExtensionsError,
+    apply_language_extensions,
+    resolve_find_in_map,
+)
 from infra.project_template import TEMPLATE_PATH
 
 LOOPED: dict[str, Any] = {
@@ -124,6 +129,38 @@ def test_intrinsics_known_only_at_deployment_are_left_alone() -> None:
             {"R": {"Properties": {"P": {"Fn::FindInMap": ["Nope", "a", "b"]}}}},
             "Fn::FindInMap [Nope, a, b]: no such entry",
         ),
+        # AWS's transform: "Unrecognized DeletionPolicy RetainExceptOnCreate"
+        # (aws-cloudformation/cfn-language-discussion#139).
+        (
+            {"Table": {"Type": "AWS::DynamoDB::Table", "DeletionPolicy": "RetainExceptOnCreate"}},
+            "Table: Unrecognized DeletionPolicy RetainExceptOnCreate: the"
+            " AWS::LanguageExtensions transform accepts only Delete, Retain, Snapshot"
+            " (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/"
+            "function-refs-in-policy-attributes.html",
+        ),
+        (
+            {
+                "T": {
+                    "UpdateReplacePolicy": {"Fn::If": ["IsProd", "Retain", "RetainExceptOnCreate"]}
+                }
+            },
+            "T: Unrecognized UpdateReplacePolicy RetainExceptOnCreate",
+        ),
+        (
+            {"Fn::ForEach::Q": ["Id", ["A"], {"${Id}": {"DeletionPolicy": "Keep${Id}"}}]},
+            "A: Unrecognized DeletionPolicy KeepA",
+        ),
+        (
+            {"R": {"Properties": {"P": {"Fn::GetAtt": {"Fn::Sub": "Queue.Arn"}}}}},
+            "Resources.R.Properties.P: Fn::GetAtt {'Fn::Sub': 'Queue.Arn'}: a function may"
+            " stand for the logical name or the attribute only in the list form",
+        ),
+        (
+            {"R": {"Properties": {"P": {"Fn::GetAtt": [{"Fn::Select": [0, ["Q"]]}, "Arn"]}}}},
+            "Fn::GetAtt cannot resolve ['Fn::Select']: the AWS::LanguageExtensions transform"
+            " resolves only Fn::Base64, Fn::FindInMap, Fn::If, Fn::Join, Fn::Sub,"
+            " Fn::ToJsonString, Ref there (https://docs.aws.amazon.com/AWSCloudFormation/",
+        ),
     ],
 )
 def test_what_cloudformation_would_refuse_is_refused(
@@ -134,8 +171,78 @@ def test_what_cloudformation_would_refuse_is_refused(
         "Transform: AWS::LanguageExtensions\nResources: " + repr(resources).replace("'", '"'),
         encoding="utf-8",
     )
-    with pytest.raises(CfnYamlError, match=problem.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(CfnYamlError, match=re.escape(problem)):
         load_cfn_yaml(path)
+
+
+def test_loops_are_refused_outside_resources_conditions_and_outputs() -> None:
+    document = {
+        "Transform": "AWS::LanguageExtensions",
+        "Mappings": {"Fn::ForEach::Maps": ["Id", ["A"], {"${Id}": {"k": {"v": 1}}}]},
+        "Resources": {},
+    }
+    with pytest.raises(
+        LanguageExtensionsError,
+        match=re.escape(
+            "Mappings: Fn::ForEach::Maps: the AWS::LanguageExtensions transform supports its"
+            " functions only in the Conditions, Resources, Outputs sections"
+            " (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/"
+            "transform-aws-languageextensions.html)"
+        ),
+    ):
+        apply_language_extensions(document)
+
+
+def test_what_the_transform_accepts_in_policies_and_getatt() -> None:
+    document = {
+        "Transform": "AWS::LanguageExtensions",
+        "Mappings": {"Queues": {"Dead": {"Name": "DeadLetterQueue"}}},
+        "Resources": {
+            "Table": {
+                "DeletionPolicy": {"Fn::If": ["IsProd", "Retain", "Delete"]},
+                "UpdateReplacePolicy": "Snapshot",
+            },
+            "Fn::ForEach::Reads": [
+                "Queue",
+                ["Dead"],
+                {
+                    "${Queue}Alarm": {
+                        "DeletionPolicy": {"Ref": "PolicyParameter"},
+                        "Properties": {
+                            "Arn": {
+                                "Fn::GetAtt": [
+                                    {"Fn::FindInMap": ["Queues", {"Ref": "Queue"}, "Name"]},
+                                    "Arn",
+                                ]
+                            },
+                            "Url": {"Fn::GetAtt": ["DeadLetterQueue", {"Ref": "Attribute"}]},
+                        },
+                    }
+                },
+            ],
+        },
+    }
+    resources = apply_language_extensions(document)["Resources"]
+    assert resources["DeadAlarm"]["Properties"]["Arn"] == {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}
+
+
+def test_the_project_tasks_table_outlives_the_stack_with_a_policy_the_transform_accepts(
+    tmp_path: Path,
+) -> None:
+    table = load_cfn_yaml(TEMPLATE_PATH)["Resources"]["TasksTable"]
+    assert (table["DeletionPolicy"], table["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    text = TEMPLATE_PATH.read_text(encoding="utf-8")
+    broken = tmp_path / "template.yaml"
+    broken.write_text(
+        text.replace(
+            "    DeletionPolicy: Retain\n", "    DeletionPolicy: RetainExceptOnCreate\n", 1
+        ),
+        encoding="utf-8",
+    )
+    with pytest.raises(
+        CfnYamlError, match="TasksTable: Unrecognized DeletionPolicy RetainExceptOnCreate"
+    ):
+        load_cfn_yaml(broken)
 
 
 def test_the_project_template_declares_the_transform_before_sam() -> None:
@@ -144,3 +251,30 @@ def test_the_project_template_declares_the_transform_before_sam() -> None:
     assert not any(
         key.startswith("Fn::ForEach::") for key in load_cfn_yaml(TEMPLATE_PATH)["Resources"]
     )
+
+
+def test_maps_keyed_by_parameters_are_resolved_with_the_stack_s_values() -> None:
+    """The transform runs with the stack's parameters: a Fn::Sub key (which CloudFormation alone
+    refuses in Fn::FindInMap) never reaches CloudFormation."""
+    arn_key = {"Fn::FindInMap": ["PollRate", {"Fn::GetAtt": ["Q", "Arn"]}, "X"]}
+    document: dict[str, Any] = {
+        "Mappings": {"PollRate": {"2": {"TwoSweepsSeconds": 240}}},
+        "Resources": {
+            "Alarm": {
+                "Properties": {
+                    "Period": {
+                        "Fn::FindInMap": [
+                            "PollRate",
+                            {"Fn::Sub": "${PollRateMinutes}"},
+                            "TwoSweepsSeconds",
+                        ]
+                    },
+                    "Arn": arn_key,
+                }
+            }
+        },
+    }
+    resolved = resolve_find_in_map(document, {"PollRateMinutes": "2"})
+    properties = resolved["Resources"]["Alarm"]["Properties"]
+    assert properties["Period"] == 240
+    assert properties["Arn"] == arn_key

@@ -225,14 +225,19 @@ def test_a_stopped_pipe_is_alarmed_by_what_should_flow_through_it(
     # Published: the pipe's executions less its failed ones, the dead pipe's silence read as 0.
     assert queries["published"]["Expression"] == "FILL(executions, 0) - FILL(failed, 0)"
     pipe = {"Name": "PipeName", "Value": {"Ref": "ResultEventsPipe"}}
-    for name, metric in (("executions", "Invocations"), ("failed", "ExecutionFailed")):
+    # Only metrics AWS documents with the dimension PipeName alone (Invocations also needs
+    # AwsAccountId): https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-pipes-monitoring.html
+    for name, metric, statistic in (
+        ("executions", "Duration", "SampleCount"),
+        ("failed", "ExecutionFailed", "Sum"),
+    ):
         stat = queries[name]["MetricStat"]
         assert stat["Metric"] == {
             "Namespace": "AWS/EventBridge/Pipes",
             "MetricName": metric,
             "Dimensions": [pipe],
         }
-        assert stat["Stat"] == "Sum"
+        assert stat["Stat"] == statistic
     assert {
         query["MetricStat"]["Period"] for query in queries.values() if "MetricStat" in query
     } == {300}
@@ -242,7 +247,8 @@ def test_the_dashboard_charts_the_pipe_s_executions_next_to_the_results_stored(
     resources: dict[str, Any],
 ) -> None:
     body = resources["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"][0]
-    for metric in ("Invocations", "ExecutionFailed"):
+    for metric in ("Duration", "ExecutionFailed"):
         assert f'["AWS/EventBridge/Pipes", "{metric}", "PipeName", "${{ResultEventsPipe}}"' in body
+    assert '"Invocations", "PipeName"' not in body
     for stored in ("CallbackAccepted", "ReplayStored", "PollRecovered", "ReadThroughRecovered"):
         assert f'["${{Ns}}", "{stored}", "service", "${{Svc}}", {{"label": "stored by' in body

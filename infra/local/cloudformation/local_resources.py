@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from infra.local.cloudformation.api_limits import length_limit, refusing_out_of_limits
 from infra.local.cloudformation.intrinsics import Resolver, UnresolvableError
 from infra.local.runtime.aws import ACCOUNT_ID, AwsEndpoint
 
@@ -19,6 +20,8 @@ ORIGIN_CLOUDFORMATION = "cloudformation"
 ORIGIN_API = "api"
 ORIGIN_RUNTIME = "runtime"
 ORIGIN_ABSENT = "absent"
+# The parameter that names the resource, where it is not "Name".
+_NAME_MEMBERS = {"PutMetricAlarm": "AlarmName"}
 
 
 @dataclass(frozen=True)
@@ -41,8 +44,21 @@ class LocalResourceContext:
         except UnresolvableError:
             return None
 
-    def generated_name(self, logical_id: str) -> str:
-        return f"{self.stack_name}-{logical_id}-{random_suffix()}"
+    def client(self, service: str) -> Any:
+        """A client whose requests are refused (TemplateError) where AWS's model refuses them."""
+        return refusing_out_of_limits(self.endpoint.client(service))
+
+    def generated_name(self, logical_id: str, service: str, operation: str) -> str:
+        """stack-LogicalId-SUFFIX, as CloudFormation names a resource: shortened (the stack's
+        and the logical id's parts) to the Name the API takes, so the name fits."""
+        suffix = random_suffix()
+        limit = length_limit(service, operation, _NAME_MEMBERS.get(operation, "Name"))
+        name = f"{self.stack_name}-{logical_id}-{suffix}"
+        if limit is None or len(name) <= limit:
+            return name
+        room = limit - len(suffix) - 2
+        stack_part = self.stack_name[: max(room // 2, room - len(logical_id))]
+        return f"{stack_part}-{logical_id[: room - len(stack_part)]}-{suffix}"
 
 
 class LocalKind(Protocol):
@@ -76,7 +92,7 @@ class Secret:
     def identify(
         self, context: LocalResourceContext, logical_id: str, properties: Mapping[str, Any]
     ) -> LocalIdentity:
-        client = context.endpoint.client("secretsmanager")
+        client = context.client("secretsmanager")
         name = context.optional(properties.get("Name")) or f"{logical_id}-{random_suffix()}"
         secret_string = context.resolver.resolve(properties.get("SecretString"))
         if secret_string is None:
@@ -119,7 +135,9 @@ class MetricAlarm:
     def identify(
         self, context: LocalResourceContext, logical_id: str, properties: Mapping[str, Any]
     ) -> LocalIdentity:
-        name = context.optional(properties.get("AlarmName")) or context.generated_name(logical_id)
+        name = context.optional(properties.get("AlarmName")) or context.generated_name(
+            logical_id, "cloudwatch", "PutMetricAlarm"
+        )
         arn = f"arn:aws:cloudwatch:{context.endpoint.region}:{ACCOUNT_ID}:alarm:{name}"
         return LocalIdentity(name, ORIGIN_API, {"Arn": arn})
 
@@ -130,9 +148,7 @@ class MetricAlarm:
         for key, convert in self._NUMBER_PROPERTIES.items():
             if key in request:
                 request[key] = convert(request[key])
-        context.endpoint.client("cloudwatch").put_metric_alarm(
-            AlarmName=identity.physical_id, **request
-        )
+        context.client("cloudwatch").put_metric_alarm(AlarmName=identity.physical_id, **request)
 
 
 class Schedule:
@@ -141,7 +157,9 @@ class Schedule:
     def identify(
         self, context: LocalResourceContext, logical_id: str, properties: Mapping[str, Any]
     ) -> LocalIdentity:
-        name = context.optional(properties.get("Name")) or context.generated_name(logical_id)
+        name = context.optional(properties.get("Name")) or context.generated_name(
+            logical_id, "scheduler", "CreateSchedule"
+        )
         group = context.optional(properties.get("GroupName")) or "default"
         arn = f"arn:aws:scheduler:{context.endpoint.region}:{ACCOUNT_ID}:schedule/{group}/{name}"
         return LocalIdentity(name, ORIGIN_API, {"Arn": arn})
@@ -150,7 +168,7 @@ class Schedule:
         self, context: LocalResourceContext, identity: LocalIdentity, properties: Mapping[str, Any]
     ) -> None:
         request = {key: value for key, value in properties.items() if key != "Name"}
-        context.endpoint.client("scheduler").create_schedule(Name=identity.physical_id, **request)
+        context.client("scheduler").create_schedule(Name=identity.physical_id, **request)
 
 
 class HttpApi:
@@ -161,9 +179,9 @@ class HttpApi:
     ) -> LocalIdentity:
         name = context.optional(properties.get("Name")) or f"{context.stack_name}-{logical_id}"
         protocol = context.optional(properties.get("ProtocolType")) or "HTTP"
-        api_id = context.endpoint.client("apigatewayv2").create_api(
-            Name=name, ProtocolType=protocol
-        )["ApiId"]
+        api_id = context.client("apigatewayv2").create_api(Name=name, ProtocolType=protocol)[
+            "ApiId"
+        ]
         endpoint = f"https://{api_id}.execute-api.{context.endpoint.region}.amazonaws.com"
         return LocalIdentity(api_id, ORIGIN_API, {"ApiId": api_id, "ApiEndpoint": endpoint})
 
@@ -182,7 +200,7 @@ class SnsSubscription:
     def create(
         self, context: LocalResourceContext, identity: LocalIdentity, properties: Mapping[str, Any]
     ) -> None:
-        context.endpoint.client("sns").subscribe(
+        context.client("sns").subscribe(
             TopicArn=properties["TopicArn"],
             Protocol=properties["Protocol"],
             Endpoint=properties.get("Endpoint", ""),
@@ -195,7 +213,9 @@ class Pipe:
     def identify(
         self, context: LocalResourceContext, logical_id: str, properties: Mapping[str, Any]
     ) -> LocalIdentity:
-        name = context.optional(properties.get("Name")) or context.generated_name(logical_id)
+        name = context.optional(properties.get("Name")) or context.generated_name(
+            logical_id, "pipes", "CreatePipe"
+        )
         arn = f"arn:aws:pipes:{context.endpoint.region}:{ACCOUNT_ID}:pipe/{name}"
         return LocalIdentity(name, ORIGIN_RUNTIME, {"Arn": arn})
 
@@ -211,8 +231,10 @@ class EventBus:
     def identify(
         self, context: LocalResourceContext, logical_id: str, properties: Mapping[str, Any]
     ) -> LocalIdentity:
-        name = context.optional(properties.get("Name")) or context.generated_name(logical_id)
-        arn = context.endpoint.client("events").create_event_bus(Name=name)["EventBusArn"]
+        name = context.optional(properties.get("Name")) or context.generated_name(
+            logical_id, "events", "CreateEventBus"
+        )
+        arn = context.client("events").create_event_bus(Name=name)["EventBusArn"]
         return LocalIdentity(name, ORIGIN_API, {"Arn": arn, "Name": name})
 
     def create(
@@ -228,7 +250,9 @@ class EventRule:
     def identify(
         self, context: LocalResourceContext, logical_id: str, properties: Mapping[str, Any]
     ) -> LocalIdentity:
-        name = context.optional(properties.get("Name")) or context.generated_name(logical_id)
+        name = context.optional(properties.get("Name")) or context.generated_name(
+            logical_id, "events", "PutRule"
+        )
         bus = context.optional(properties.get("EventBusName"))
         path = f"{bus.rsplit('/', 1)[-1]}/{name}" if bus and bus != "default" else name
         arn = f"arn:aws:events:{context.endpoint.region}:{ACCOUNT_ID}:rule/{path}"
@@ -244,7 +268,7 @@ class EventRule:
         if "EventPattern" in properties:
             pattern = properties["EventPattern"]
             request["EventPattern"] = pattern if isinstance(pattern, str) else json.dumps(pattern)
-        context.endpoint.client("events").put_rule(**request)
+        context.client("events").put_rule(**request)
 
 
 class PlayedByRuntime:

@@ -15,6 +15,7 @@ from samtranslator.translator.translator import Translator
 
 from infra.local.cloudformation.cfn_yaml import CfnYamlError, load_cfn_yaml
 from infra.local.cloudformation.intrinsics import stringify
+from infra.local.cloudformation.language_extensions import resolve_find_in_map
 
 SERVERLESS_FUNCTION = "AWS::Serverless::Function"
 SSM_PARAMETER_TYPE_PREFIX = "AWS::SSM::Parameter::Value<"
@@ -76,7 +77,7 @@ class SamTemplate:
 
     def translate(self, parameter_values: Mapping[str, Any], region: str) -> dict[str, Any]:
         """The CloudFormation the SAM transform makes of this template, computed offline."""
-        document = self._with_placeholder_code_locations()
+        document = resolve_find_in_map(self._with_placeholder_code_locations(), parameter_values)
         translator = Translator(
             managed_policy_map=get_bundled_managed_policy_map("aws"),
             sam_parser=Parser(),

@@ -6,9 +6,9 @@ Metrics and their sources:
   timestamps;
 - AWS/Lambda Invocations, Errors, Throttles, Duration (dimension FunctionName) from every
   invocation the runtime makes;
-- AWS/EventBridge/Pipes Invocations, ExecutionFailed (0 or 1), EventCount, Duration (dimension
-  PipeName) from every execution of the runtime's pipes: a stopped pipe publishes nothing, as on
-  AWS;
+- AWS/EventBridge/Pipes ExecutionFailed (0 or 1), EventCount, Duration (dimension PipeName) and
+  Invocations (dimensions AwsAccountId, PipeName) from every execution of the runtime's pipes: a
+  stopped pipe publishes nothing, as on AWS;
 - AWS/ApiGateway Count, 4xx, 5xx (0 or 1 per request, dimensions ApiId / ApiId+Stage /
   ApiId+Stage+Route, as HTTP APIs publish them) from the local gateway, and the template's
   AWS::Logs::MetricFilter on the API access log group applied to the same requests;
@@ -273,9 +273,19 @@ class LocalCloudWatch:
             self.store.put(MetricKey.of("AWS/Lambda", metric, FunctionName=name), now, value)
 
     def record_pipe_execution(self, pipe_name: str, execution: PipeExecution) -> None:
+        """Each metric under the dimensions AWS documents for it: Invocations under AwsAccountId
+        and PipeName, the others under PipeName alone (a PipeName-only query of Invocations
+        reads nothing). https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-pipes-monitoring.html
+        """
         now = time.time()
+        self.store.put(
+            MetricKey.of(
+                "AWS/EventBridge/Pipes", "Invocations", AwsAccountId=ACCOUNT_ID, PipeName=pipe_name
+            ),
+            now,
+            1.0,
+        )
         for metric, value in (
-            ("Invocations", 1.0),
             ("ExecutionFailed", 1.0 if execution.failed else 0.0),
             ("EventCount", float(execution.events)),
             ("Duration", execution.duration_ms),
