@@ -451,12 +451,8 @@ class CompatSubmitSettings:
         return cls(
             submit=SubmitSettings.from_env(environ),
             worker_keys_table=env.text("WORKER_KEYS_TABLE_NAME"),
-<<<<<<< HEAD
             allow_loopback_pingbacks=allow_loopback_pingbacks(env),
-=======
-            allow_loopback_pingbacks=env.flag("ALLOW_LOOPBACK_PINGBACKS"),
             budget=KeyBudgetSettings.from_env(env, "IN_PHP"),
->>>>>>> key-budgets
         )
 
 
