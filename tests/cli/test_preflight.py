@@ -199,7 +199,6 @@ def test_the_command_exits_8_with_json_when_something_must_change(
     account(aws, 10)
     layer(aws, exists=False)
     api_key(aws, kind=None)
-    logging_role(aws, LOGGING_ROLE)  # the template has no PushApiAccessLogs: its stage logs
     no_stack(aws)
     tables(aws)
     monkeypatch.setattr("pingback_guard_cli.main.Aws", lambda session, endpoint: aws)
@@ -267,10 +266,12 @@ def test_a_logging_push_stage_without_the_role_is_told_how_to_set_it(aws: Stubbe
     assert "PushApiAccessLogs=false" in found.fix
 
 
-def test_the_template_without_the_logging_parameter_needs_the_role(aws: StubbedAws) -> None:
-    logging_role(aws, None)
-    found = preflight.logging_role_check(aws, {}, REGION)
-    assert not found.ok and "push stage logs" in found.found
+def test_the_templates_defaults_need_no_role_and_ask_nothing(aws: StubbedAws) -> None:
+    values = preflight.deploy_parameters(
+        ROOT / "template.yaml", ROOT / "samconfig.toml", "default", ()
+    )
+    found = preflight.logging_role_check(aws, values, REGION)
+    assert found.ok and found.checked and "PushApiAccessLogs=false" in found.found
 
 
 def test_a_quiet_push_stage_needs_no_role_and_asks_nothing(aws: StubbedAws) -> None:

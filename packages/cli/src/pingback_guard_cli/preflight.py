@@ -9,9 +9,8 @@ anything is created, and exactly what to change.
 - the alarm e-mail is not samconfig.toml's example.com placeholder;
 - a WebSocket stage that logs needs the account's API Gateway CloudWatch role in the region
   (apigateway GetAccount's cloudwatchRoleArn), or the deploy fails ("CloudWatch Logs role ARN
-  must be set in account settings to enable logging"): only when PushApiAccessLogs is "true", or
-  the template has no such parameter (its push stage then always logs). HTTP API stages never
-  need it. https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-logging.html;
+  must be set in account settings to enable logging"): only when PushApiAccessLogs is "true"
+  (its default, "false", keeps the push stage from logging). HTTP API stages never need it. https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-logging.html;
 - the leftovers of a failed first deploy: a stack in ROLLBACK_COMPLETE (it must be deleted before
   a new deploy) and, with no stack, a retained tasks table of the stack's name (CloudFormation
   names it <stack>-TasksTable-<suffix>; TasksTable has no TableName);
@@ -269,7 +268,7 @@ def alarm_email_check(parameters: Mapping[str, str]) -> Check:
 def logging_role_check(aws: Aws, parameters: Mapping[str, str], region: str) -> Check:
     name = "apigateway-logging-role"
     logs = parameters.get(PUSH_ACCESS_LOGS_PARAMETER)
-    if logs not in (None, "true"):
+    if logs != "true":
         return Check(
             name,
             True,
@@ -282,11 +281,7 @@ def logging_role_check(aws: Aws, parameters: Mapping[str, str], region: str) -> 
         if _code(error) not in _DENIED:
             raise
         return _not_checked(name, "apigateway:GET on /account")
-    why = (
-        f"{PUSH_ACCESS_LOGS_PARAMETER}=true"
-        if logs
-        else f"no {PUSH_ACCESS_LOGS_PARAMETER} parameter in the template: its push stage logs"
-    )
+    why = f"{PUSH_ACCESS_LOGS_PARAMETER}=true"
     if role:
         return Check(
             name, True, f"{why}; the account's API Gateway CloudWatch role in {region}: {role}"
