@@ -93,10 +93,10 @@ def _kind_named_by(method: object) -> Kind:
     return kind
 
 
-def _under_documented_names(pairs: Iterable[tuple[str, object]]) -> dict[str, object]:
+def _under_documented_names(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
     """The fields under the names in.php documents (``useragent`` is ``userAgent``); one field
     given under two spellings with two values is refused: which one the client meant is unknown."""
-    given: dict[str, object] = {}
+    given: dict[str, str] = {}
     for name, value in pairs:
         documented = SPELLINGS.get(name, name)
         if documented in given and given[documented] != value:
