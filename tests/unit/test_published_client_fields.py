@@ -11,13 +11,13 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from twocaptcha import TwoCaptcha
 
 from pingback_guard.kinds.registry import InvalidFieldError, parse_provider_fields
 from pingback_guard.logic.compat import CONTROL_FIELDS, parse_fields
+from tests.twocaptcha_sdk import RecordingApiClient
 
 PAGE = "https://example.test/login"
 UA = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 Chrome/114.0.0.0"
@@ -26,27 +26,6 @@ PICTURE = b"\x89PNG" + b"\x00" * 400
 IMAGE = base64.b64encode(PICTURE).decode()
 # The spellings in.php documents for the ones clients send.
 DOCUMENTED = {"useragent": "userAgent", "datas": "data-s"}
-
-
-class RecordingApiClient:
-    """2captcha-python's ApiClient without a network: keeps each in.php form as it would go on
-    the wire (an uploaded file as the base64 the stack reads a file part as)."""
-
-    def __init__(self) -> None:
-        self.forms: list[dict[str, str]] = []
-
-    def in_(self, files: dict[str, str] | None = None, **kwargs: Any) -> str:
-        uploads = dict(files or {})
-        if not uploads and "file" in kwargs:
-            uploads["file"] = kwargs.pop("file")
-        form = {name: str(value) for name, value in kwargs.items()}
-        for name, path in uploads.items():
-            form[name] = base64.b64encode(Path(path).read_bytes()).decode()
-        self.forms.append(form)
-        return "OK|4242"
-
-    def res(self, **_kwargs: Any) -> str:
-        return "OK|answer"
 
 
 def sdk_form(call: Callable[[TwoCaptcha], object]) -> dict[str, str]:
@@ -341,3 +320,10 @@ def test_datas_is_recaptcha_s_data_s() -> None:
         {"method": "userrecaptcha", "googlekey": "6Le", "pageurl": PAGE, "datas": "s-value"}
     )
     assert request.fields == {"googlekey": "6Le", "pageurl": PAGE, "data-s": "s-value"}
+
+
+def test_a_file_sent_without_a_method_is_a_normal_captcha(tmp_path: Path) -> None:
+    # 2captcha-python's README: solver.send(file='path/to/captcha.jpg') names no method.
+    form = sdk_form(lambda solver: solver.send(file=picture(tmp_path)))
+    assert "method" not in form
+    assert parse_fields(as_compat_submit_reads_it(form)).method == "post"

@@ -137,10 +137,17 @@ CODE_OF_FIELD = {
 METHOD_ALIASES = {"geetest_v4": {"method": "geetest", "version": "4"}}
 
 
+def in_php_method(fields: Mapping[str, str]) -> str:
+    """The method a submit names; an uploaded ``file`` without one is a normal captcha (``post``),
+    as 2captcha-python's README sends it (``solver.send(file=...)``)."""
+    return fields.get("method") or ("post" if "file" in fields else "")
+
+
 def parse_fields(fields: Mapping[str, str]) -> CaptchaRequest:
     """in.php fields -> the request, through the one validator every route uses."""
+    method = in_php_method(fields)
     try:
-        return parse_provider_fields({**fields, **METHOD_ALIASES.get(fields.get("method", ""), {})})
+        return parse_provider_fields({**fields, "method": method, **METHOD_ALIASES.get(method, {})})
     except InvalidFieldError as invalid:
         raise InvalidFieldsError(CODE_OF_FIELD.get(invalid.field, BAD_PARAMETERS)) from None
 
