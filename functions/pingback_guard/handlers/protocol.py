@@ -17,9 +17,6 @@ from collections.abc import Iterator, Mapping
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
-from python_multipart.exceptions import FormParserError, MultipartParseError
-from python_multipart.multipart import MultipartParser, parse_options_header
-
 from pingback_guard.handlers.responses import raw_body
 from pingback_guard.kinds.registry import MAX_REQUEST_BYTES
 from pingback_guard.logic.compat import ProtocolAnswer
@@ -164,6 +161,11 @@ def _refuse_all_but_a_small_flat_object(body: bytes) -> None:
 
 def _multipart_pairs(body: bytes, content_type: str) -> Iterator[tuple[str, str]]:
     """Text parts as they are; a file part (an image) as base64, the protocol's other form."""
+    # Loaded by the first multipart body: res.php and urlencoded or JSON submits never pay for
+    # the import (bench/compat_refusals.py prints it).
+    from python_multipart.exceptions import FormParserError, MultipartParseError
+    from python_multipart.multipart import MultipartParser, parse_options_header
+
     _, options = parse_options_header(content_type)
     boundary = options.get(b"boundary")
     if not boundary:
@@ -225,6 +227,8 @@ class _PartCollector:
         self._data.append(data[start:end])
 
     def _end_part(self) -> None:
+        from python_multipart.multipart import parse_options_header
+
         disposition = next(
             (
                 bytes(value)
