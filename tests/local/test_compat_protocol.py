@@ -118,3 +118,24 @@ def test_no_key_reaches_a_function_log_or_the_access_log(
     res_php(stack, key=key, action="getbalance")
     for log in Path(stack.ready.log_dir).iterdir():
         assert key not in log.read_text(errors="replace"), log.name
+
+
+def test_an_anonymous_multipart_flood_gets_the_protocol_s_refusal_through_the_gateway(
+    stack: LocalStack,
+) -> None:
+    """About 48,000 tiny parts (2.4 MB), as API Gateway hands them to the function: parsing stops
+    past the part limit, or at the unknown key that comes first."""
+    part = b'--f\r\nContent-Disposition: form-data; name="a"\r\n\r\n1\r\n'
+    flood = part * (2_400_000 // len(part)) + b"--f--\r\n"
+    unknown_key = b'--f\r\nContent-Disposition: form-data; name="key"\r\n\r\n' + b"0" * 32 + b"\r\n"
+    for body, answer in (
+        (flood, "ERROR_BAD_PARAMETERS"),
+        (unknown_key + flood, "ERROR_KEY_DOES_NOT_EXIST"),
+    ):
+        refused = requests.post(
+            f"{stack.ready.api_url}/in.php",
+            data=body,
+            headers={"content-type": "multipart/form-data; boundary=f"},
+            timeout=60,
+        )
+        assert (refused.status_code, refused.text) == (200, answer)

@@ -16,12 +16,13 @@ from pingback_guard import aws_clients
 from pingback_guard.data.worker_keys import DynamoDbWorkerKeys
 from pingback_guard.handlers.pingbacks import PingbackIssuer
 from pingback_guard.handlers.protocol import (
+    MAX_SUBMIT_BODY_BYTES,
+    FieldsRead,
     MalformedRequestError,
-    protocol_fields,
+    protocol_pairs,
     protocol_response,
 )
 from pingback_guard.handlers.services import key_budget, submit_service
-from pingback_guard.kinds.registry import MAX_REQUEST_BYTES
 from pingback_guard.logic.compat import (
     BAD_PARAMETERS,
     CompatSubmit,
@@ -34,11 +35,6 @@ from pingback_guard.logic.request_budgets import Endpoint
 from pingback_guard.logic.worker_keys import WorkerKeys
 from pingback_guard.observability import instrumented, logger, metrics
 from pingback_guard.settings import CompatSubmitSettings
-
-# The largest kind's request at its bounds (BLS: nine 100 KB cells, as POST /tasks takes it) as a
-# form: percent-encoding makes base64's '+' and '/' three bytes (1.06x for random images; 1 MB
-# refused a BLS request POST /tasks accepts).
-MAX_BODY_BYTES = 2 * MAX_REQUEST_BYTES
 
 settings = CompatSubmitSettings.from_env(os.environ)
 pingbacks = PingbackIssuer(settings.submit.pingbacks)
@@ -53,14 +49,16 @@ service = CompatSubmit(
 @instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = APIGatewayProxyEventV2(event)
+    # Read as the submit takes them: an unknown key stops the body's parsing where it is read.
+    fields = FieldsRead(protocol_pairs(event, MAX_SUBMIT_BODY_BYTES))
     try:
-        fields = protocol_fields(event, MAX_BODY_BYTES)
+        outcome = service.submit(fields, lambda: pingbacks.issue(request))
     except MalformedRequestError as error:
         outcome = Outcome(ProtocolAnswer.error(BAD_PARAMETERS), Event.REJECTED)
         logger.warning("in.php request unreadable", extra={"reason": str(error)})
         return _answered(outcome, as_json=False)
-    outcome = service.submit(fields, lambda: pingbacks.issue(request))
-    return _answered(outcome, wants_json(fields))
+    # json=1 read after a refused key is never reached: that refusal is plain text.
+    return _answered(outcome, wants_json(fields.seen))
 
 
 def _answered(outcome: Outcome, as_json: bool) -> dict[str, Any]:

@@ -1,24 +1,42 @@
 """What the in.php and res.php handlers share: the protocol's fields from a payload 2.0 event
 (query string, then a urlencoded, multipart or JSON body, a body field winning) and the answer
-as the provider sends it (text, or JSON with ``json=1``; always 200 unless the stack is down)."""
+as the provider sends it (text, or JSON with ``json=1``; always 200 unless the stack is down).
+
+The fields are read lazily, one at a time, and counted as they are read: a caller that stops at
+a refused key never pays for the rest of the body, and no body makes more than MAX_FIELDS of
+them (a multipart body is parsed by python-multipart as it is fed, never built whole first).
+"""
 
 from __future__ import annotations
 
 import base64
+import json
+import re
 import urllib.parse
-from collections.abc import Mapping
-from email.message import Message
-from email.parser import BytesParser
-from email.policy import HTTP
-from typing import Any
+from collections.abc import Iterator, Mapping
+from itertools import chain
+from typing import TYPE_CHECKING, Any
 
-from pingback_guard.domain.bounded_json import InvalidJsonError, parse_json
 from pingback_guard.handlers.responses import raw_body
 from pingback_guard.kinds.registry import MAX_REQUEST_BYTES
 from pingback_guard.logic.compat import ProtocolAnswer
 
+if TYPE_CHECKING:
+    from python_multipart.multipart import MultipartCallbacks
+
+# Parts or pairs of one request, query string and body together (a client sends about 20).
 MAX_FIELDS = 200
+# Fed to the multipart parser a slice at a time, so a refusal stops it within one slice.
+MULTIPART_SLICE_BYTES = 4096
+# A part's headers: Content-Disposition and Content-Type, with room to spare.
+MAX_PART_HEADERS = 4
+# in.php's body: the largest kind's request at its bounds (BLS: nine 100 KB cells, as POST /tasks
+# takes it) as a form: percent-encoding makes base64's '+' and '/' three bytes (1.06x for random
+# images; 1 MB refused a BLS request POST /tasks accepts).
+MAX_SUBMIT_BODY_BYTES = 2 * MAX_REQUEST_BYTES
 TEXT_TYPE = "text/plain; charset=utf-8"
+# One JSON string, escapes included (the regular expression engine runs it at C speed).
+JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 JSON_TYPE = "application/json"
 
 
@@ -27,16 +45,32 @@ class MalformedRequestError(ValueError):
 
 
 def protocol_fields(event: Mapping[str, Any], max_body_bytes: int) -> dict[str, str]:
-    fields = _pairs(urllib.parse.parse_qsl(str(event.get("rawQueryString") or ""), True))
-    body = raw_body(event)
-    if body is None or len(body) > max_body_bytes:
-        raise MalformedRequestError("body unreadable or too large")
-    if body:
-        content_type = _header(event, "content-type")
-        fields.update(_body_fields(body, content_type))
-    if len(fields) > MAX_FIELDS:
-        raise MalformedRequestError("too many fields")
-    return fields
+    """Every field of the request; a repeated name keeps its last value, as PHP reads a form."""
+    return dict(protocol_pairs(event, max_body_bytes))
+
+
+def protocol_pairs(event: Mapping[str, Any], max_body_bytes: int) -> Iterator[tuple[str, str]]:
+    """The request's fields in the order they are read, the query string's first. The body is
+    looked at only once the query string's fields are taken; MalformedRequestError as soon as an
+    unreadable part, or the field past MAX_FIELDS, is reached."""
+    query = _form_pairs(str(event.get("rawQueryString") or ""))
+    for count, pair in enumerate(chain(query, _body_pairs(event, max_body_bytes)), start=1):
+        if count > MAX_FIELDS:
+            raise MalformedRequestError("too many fields")
+        yield pair
+
+
+class FieldsRead:
+    """Pairs passed on as they are read; ``seen`` holds the ones read so far."""
+
+    def __init__(self, pairs: Iterator[tuple[str, str]]) -> None:
+        self._pairs = pairs
+        self.seen: dict[str, str] = {}
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        for name, value in self._pairs:
+            self.seen[name] = value
+            yield name, value
 
 
 def protocol_response(answer: ProtocolAnswer, as_json: bool) -> dict[str, Any]:
@@ -52,63 +86,173 @@ def _header(event: Mapping[str, Any], name: str) -> str:
     return str(headers.get(name, "")) if isinstance(headers, Mapping) else ""
 
 
-def _body_fields(body: bytes, content_type: str) -> dict[str, str]:
+def _body_pairs(event: Mapping[str, Any], max_body_bytes: int) -> Iterator[tuple[str, str]]:
+    body = _bounded_body(event, max_body_bytes)
+    if not body:
+        return
+    content_type = _header(event, "content-type")
     media_type = content_type.split(";", 1)[0].strip().lower()
     if media_type == "multipart/form-data":
-        return _multipart(body, content_type)
-    if media_type == JSON_TYPE:
-        return _json_object(body)
+        yield from _multipart_pairs(body, content_type)
+    elif media_type == JSON_TYPE or _is_json_as_text(media_type, body):
+        yield from _json_pairs(body)
+    else:
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise MalformedRequestError("form body is not UTF-8") from None
+        yield from _form_pairs(text)
+
+
+def _bounded_body(event: Mapping[str, Any], max_body_bytes: int) -> bytes:
+    """The body, refused by its encoded length before any of it is decoded when too large."""
+    encoded = str(event.get("body") or "")
+    if (len(encoded) * 3 // 4 if event.get("isBase64Encoded") else len(encoded)) > max_body_bytes:
+        raise MalformedRequestError("body too large")
+    body = raw_body(event)
+    if body is None or len(body) > max_body_bytes:
+        raise MalformedRequestError("body unreadable or too large")
+    return body
+
+
+def _is_json_as_text(media_type: str, body: bytes) -> bool:
+    """@2captcha/captcha-solver 1.3.9's canvas() posts its JSON without a content type, so fetch
+    labels it text/plain: an object there is read as the JSON it is."""
+    return media_type in {"", "text/plain"} and body.lstrip()[:1] == b"{"
+
+
+def _form_pairs(text: str) -> Iterator[tuple[str, str]]:
+    """urlencoded pairs as parse_qsl reads them (blank values kept), split no further than one
+    past the limit: the rest of a flood is never looked at."""
+    for piece in text.split("&", MAX_FIELDS):
+        if piece:
+            name, _, value = piece.partition("=")
+            yield urllib.parse.unquote_plus(name), urllib.parse.unquote_plus(value)
+
+
+def _json_pairs(body: bytes) -> Iterator[tuple[str, str]]:
+    """A flat JSON object's fields, ``json`` first: the whole document is read anyway, and a
+    refusal met on the way answers in the form the client asked for. Its shape is checked before
+    it is parsed: a flood of members or of nested values is refused at C speed."""
+    _refuse_all_but_a_small_flat_object(body)
     try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise MalformedRequestError("form body is not UTF-8") from None
-    return _pairs(urllib.parse.parse_qsl(text, keep_blank_values=True))
-
-
-def _pairs(pairs: list[tuple[str, str]]) -> dict[str, str]:
-    """Repeated names: the last one wins, as PHP reads a form."""
-    return dict(pairs)
-
-
-def _json_object(body: bytes) -> dict[str, str]:
-    try:
-        document = parse_json(body, MAX_REQUEST_BYTES)
-    except InvalidJsonError as error:
-        raise MalformedRequestError(str(error)) from None
+        document = json.loads(body.decode("utf-8"))
+    except (ValueError, RecursionError):
+        raise MalformedRequestError("body is not valid JSON") from None
     if not isinstance(document, dict):
         raise MalformedRequestError("body is not a JSON object")
-    fields: dict[str, str] = {}
-    for name, value in document.items():
+    for name, value in sorted(document.items(), key=lambda item: item[0] != "json"):
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise MalformedRequestError("JSON fields must be strings or numbers")
-        fields[str(name)] = str(value)
-    return fields
+        yield str(name), str(value)
 
 
-def _multipart(body: bytes, content_type: str) -> dict[str, str]:
+def _refuse_all_but_a_small_flat_object(body: bytes) -> None:
+    if len(body) > MAX_REQUEST_BYTES:
+        raise MalformedRequestError(f"body must be at most {MAX_REQUEST_BYTES} bytes")
+    # Each member's name is a string (two quotes), each text value another: more quotes than
+    # that (escaped ones aside) is more members than the limit, refused before anything is built.
+    if body.count(b'"') - body.count(b'\\"') > 4 * MAX_FIELDS:
+        raise MalformedRequestError("too many fields")
+    skeleton = JSON_STRING.sub(b'""', body)
+    if skeleton.count(b"{") != 1 or skeleton.count(b"[") or skeleton.count(b",") >= MAX_FIELDS:
+        raise MalformedRequestError("body is not one flat JSON object of at most the fields limit")
+
+
+def _multipart_pairs(body: bytes, content_type: str) -> Iterator[tuple[str, str]]:
     """Text parts as they are; a file part (an image) as base64, the protocol's other form."""
-    head = f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode("latin-1")
+    # Loaded by the first multipart body: res.php and urlencoded or JSON submits never pay for
+    # the import (bench/compat_refusals.py prints it).
+    from python_multipart.exceptions import FormParserError, MultipartParseError
+    from python_multipart.multipart import MultipartParser, parse_options_header
+
+    _, options = parse_options_header(content_type)
+    boundary = options.get(b"boundary")
+    if not boundary:
+        raise MalformedRequestError("multipart body without a boundary")
+    parts = _PartCollector()
     try:
-        message = BytesParser(policy=HTTP).parsebytes(head + body)
-    except (ValueError, TypeError):
+        parser = MultipartParser(boundary, parts.callbacks(), max_header_count=MAX_PART_HEADERS)
+        for start in range(0, len(body), MULTIPART_SLICE_BYTES):
+            parser.write(body[start : start + MULTIPART_SLICE_BYTES])
+            yield from parts.take()
+    except (MultipartParseError, FormParserError):
         raise MalformedRequestError("multipart body unreadable") from None
-    if not message.is_multipart():
-        raise MalformedRequestError("multipart body without parts")
-    fields: dict[str, str] = {}
-    for part in message.iter_parts():
-        name = part.get_param("name", header="content-disposition")
-        if not isinstance(name, str) or not name:
+    if not parts.ended:
+        raise MalformedRequestError("multipart body without its closing boundary")
+
+
+class _PartCollector:
+    """Receives python-multipart's callbacks; ``take`` hands over the parts completed so far.
+    Past MAX_FIELDS parts it stops the parser (inside write) instead of collecting more."""
+
+    def __init__(self) -> None:
+        self.ended = False
+        self._begun = 0
+        self._done: list[tuple[str, str]] = []
+        self._headers: list[tuple[bytearray, bytearray]] = []
+        self._data: list[bytes] = []
+
+    def callbacks(self) -> MultipartCallbacks:
+        return {
+            "on_part_begin": self._begin,
+            "on_header_field": self._header_field,
+            "on_header_value": self._header_value,
+            "on_header_begin": self._header_begin,
+            "on_part_data": self._part_data,
+            "on_part_end": self._end_part,
+            "on_end": self._end,
+        }
+
+    def take(self) -> list[tuple[str, str]]:
+        done, self._done = self._done, []
+        return done
+
+    def _begin(self) -> None:
+        self._begun += 1
+        if self._begun > MAX_FIELDS:
+            raise MalformedRequestError("too many fields")
+        self._headers, self._data = [], []
+
+    def _header_begin(self) -> None:
+        self._headers.append((bytearray(), bytearray()))
+
+    def _header_field(self, data: bytes, start: int, end: int) -> None:
+        self._headers[-1][0].extend(data[start:end])
+
+    def _header_value(self, data: bytes, start: int, end: int) -> None:
+        self._headers[-1][1].extend(data[start:end])
+
+    def _part_data(self, data: bytes, start: int, end: int) -> None:
+        self._data.append(data[start:end])
+
+    def _end_part(self) -> None:
+        from python_multipart.multipart import parse_options_header
+
+        disposition = next(
+            (
+                bytes(value)
+                for field, value in self._headers
+                if field.lower() == b"content-disposition"
+            ),
+            b"",
+        )
+        _, options = parse_options_header(disposition)
+        name = _utf8(options.get(b"name", b""), "multipart part name")
+        if not name:
             raise MalformedRequestError("multipart part without a name")
-        fields[name] = _part_value(part)
-    return fields
+        data = b"".join(self._data)
+        if b"filename" in options:
+            self._done.append((name, base64.b64encode(data).decode("ascii")))
+        else:
+            self._done.append((name, _utf8(data, "multipart text part")))
+
+    def _end(self) -> None:
+        self.ended = True
 
 
-def _part_value(part: Message) -> str:
-    payload = part.get_payload(decode=True)
-    data = payload if isinstance(payload, bytes) else b""
-    if part.get_filename() is not None:
-        return base64.b64encode(data).decode("ascii")
+def _utf8(data: bytes, what: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise MalformedRequestError("multipart text part is not UTF-8") from None
+        raise MalformedRequestError(f"{what} is not UTF-8") from None

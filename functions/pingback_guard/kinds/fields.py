@@ -140,3 +140,10 @@ def image(name: str) -> Field:
 
 # Where a browser kind's worker solves from: its user agent and proxy (both passed to the solver).
 BROWSER = (USER_AGENT, PROXY, PROXYTYPE, SOFT_ID)
+
+# The other spellings published clients put on the wire for a field: 2captcha-python 2.1.2 sends
+# ``useragent`` (its README's Turnstile example, and its vkcaptcha/captchafox methods) and
+# @2captcha/captcha-solver 1.3.9 sends ``datas`` for reCAPTCHA's data-s and renames ``userAgent``
+# to ``useragent`` for some kinds. Read as the field they stand for and sent to the provider under
+# the name its in.php documents.
+SPELLINGS = {"useragent": "userAgent", "datas": "data-s"}

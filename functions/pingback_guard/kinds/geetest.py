@@ -52,6 +52,11 @@ KIND = Kind(
         _identifier("captcha_id"),
         f.Field("api_server", f.matches(f.HOSTNAME), "a host name", 253),
         f.Field("version", f.one_of("3", "4"), "3 or 4", 1),
+        # initGeetest's offline / new_captcha (v3) and v4's risk_type, as both 2captcha clients
+        # send them.
+        f.flag("offline"),
+        f.flag("new_captcha"),
+        f.text("risk_type", 64),
         f.PAGEURL,
         *f.BROWSER,
     ),

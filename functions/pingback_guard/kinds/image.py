@@ -32,7 +32,14 @@ OPTIONS = (
     f.number("recaptcharows", 1, 9),
     f.number("recaptchacols", 1, 9),
     f.flag("coordinatescaptcha"),
+    f.flag("canvas"),
     f.flag("can_no_answer"),
+    # Grid and click options both 2captcha clients send: tiles to pick, the image class a grid is
+    # read by, and the id of an earlier request on the same challenge.
+    f.number("min_clicks", 0, 100),
+    f.number("max_clicks", 0, 100),
+    f.text("img_type", 64),
+    f.Field("previousID", f.whole_number(0, 10**20), "a task id", 20),
     f.SOFT_ID,
 )
 

@@ -31,6 +31,11 @@ SDK_NAMES = {
     "apiServer": "api_server",
     "softId": "soft_id",
     "datas": "data-s",
+    "previousId": "previousID",
+    # @2captcha/captcha-solver's renameParams for the grid.
+    "imgType": "img_type",
+    "minClicks": "min_clicks",
+    "maxClicks": "max_clicks",
 }
 MAX_NUMBER_DIGITS = 64
 

@@ -8,7 +8,7 @@ in.php-compatible endpoint passes its form as it came.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from pingback_guard.domain.task import UNKNOWN_ERROR_CODE, CaptchaRequest, TokenLifetimes
@@ -22,6 +22,7 @@ from pingback_guard.kinds import (
     turnstile,
 )
 from pingback_guard.kinds.base import Kind, ParsedAnswer
+from pingback_guard.kinds.fields import SPELLINGS
 
 KINDS: tuple[Kind, ...] = (
     recaptcha.KIND,
@@ -64,11 +65,11 @@ def parse_provider_fields(
     given to the stack: a task the worker registers, or one the stack kept.
     """
     kind = _kind_named_by(fields.get("method"))
-    given = {
-        name: value
+    given = _under_documented_names(
+        (name, value)
         for name, value in fields.items()
         if name not in PROTOCOL_FIELDS and name != "method"
-    }
+    )
     _refuse_unknown(kind, given)
     for name, value in given.items():
         if not isinstance(value, str):
@@ -90,6 +91,18 @@ def _kind_named_by(method: object) -> Kind:
     if kind is None:
         raise InvalidFieldError("method", f"method must be one of {', '.join(METHODS)}")
     return kind
+
+
+def _under_documented_names(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The fields under the names in.php documents (``useragent`` is ``userAgent``); one field
+    given under two spellings with two values is refused: which one the client meant is unknown."""
+    given: dict[str, str] = {}
+    for name, value in pairs:
+        documented = SPELLINGS.get(name, name)
+        if documented in given and given[documented] != value:
+            raise InvalidFieldError(documented, f"{documented} is given twice")
+        given[documented] = value
+    return given
 
 
 def _refuse_unknown(kind: Kind, given: Mapping[str, object]) -> None:

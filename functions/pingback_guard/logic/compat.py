@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -141,10 +141,17 @@ CODE_OF_FIELD = {
 METHOD_ALIASES = {"geetest_v4": {"method": "geetest", "version": "4"}}
 
 
+def in_php_method(fields: Mapping[str, str]) -> str:
+    """The method a submit names; an uploaded ``file`` without one is a normal captcha (``post``),
+    as 2captcha-python's README sends it (``solver.send(file=...)``)."""
+    return fields.get("method") or ("post" if "file" in fields else "")
+
+
 def parse_fields(fields: Mapping[str, str]) -> CaptchaRequest:
     """in.php fields -> the request, through the one validator every route uses."""
+    method = in_php_method(fields)
     try:
-        return parse_provider_fields({**fields, **METHOD_ALIASES.get(fields.get("method", ""), {})})
+        return parse_provider_fields({**fields, "method": method, **METHOD_ALIASES.get(method, {})})
     except InvalidFieldError as invalid:
         raise InvalidFieldsError(CODE_OF_FIELD.get(invalid.field, BAD_PARAMETERS)) from None
 
@@ -178,15 +185,23 @@ class CompatSubmit:
         self._allow_loopback = allow_loopback_pingbacks
 
     def submit(
-        self, fields: Mapping[str, str], issue_pingback: Callable[[], IssuedPingback]
+        self,
+        fields: Mapping[str, str] | Iterable[tuple[str, str]],
+        issue_pingback: Callable[[], IssuedPingback],
     ) -> Outcome:
-        owner = _admitted(self._keys, self._budget, fields)
-        if isinstance(owner, Outcome):
-            return owner
+        """``fields`` may be read lazily (pairs, the handler's parser): the key is checked as soon
+        as it is read, and a refused one stops the reading there."""
+        keyed = _keyed_fields(self._keys, fields.items() if isinstance(fields, Mapping) else fields)
+        if isinstance(keyed, Outcome):
+            return keyed
+        owner, read = keyed
+        admitted = _within_budget(self._budget, read["key"], owner)
+        if isinstance(admitted, Outcome):
+            return admitted
         try:
-            forward_url = forward_url_of(fields, allow_loopback=self._allow_loopback)
+            forward_url = forward_url_of(read, allow_loopback=self._allow_loopback)
             request = self._parse(
-                {name: value for name, value in fields.items() if name not in CONTROL_FIELDS}
+                {name: value for name, value in read.items() if name not in CONTROL_FIELDS}
             )
         except InvalidFieldsError as invalid:
             return Outcome(ProtocolAnswer.error(invalid.code), Event.REJECTED)
@@ -197,6 +212,25 @@ class CompatSubmit:
         return Outcome(
             ProtocolAnswer.ok(task.task_id, f"OK|{task.task_id}"), Event.SUBMITTED, task.task_id
         )
+
+
+def _keyed_fields(
+    keys: WorkerKeys, pairs: Iterable[tuple[str, str]]
+) -> tuple[str, dict[str, str]] | Outcome:
+    """The key's owner and every field, or the answer for a key that speaks for nobody, given as
+    soon as that key is read: nothing after it is read. A repeated name keeps its last value
+    (PHP's form), so each new key value read is checked."""
+    fields: dict[str, str] = {}
+    owner: str | Outcome | None = None
+    for name, value in pairs:
+        if name == "key" and (owner is None or value != fields["key"]):
+            owner = _owner(keys, {"key": value})
+            if isinstance(owner, Outcome):
+                return owner
+        fields[name] = value
+    if owner is None:
+        owner = _owner(keys, fields)
+    return owner if isinstance(owner, Outcome) else (owner, fields)
 
 
 def _owner(keys: WorkerKeys, fields: Mapping[str, str]) -> str | Outcome:
@@ -216,7 +250,11 @@ def _admitted(keys: WorkerKeys, budget: KeyBudget, fields: Mapping[str, str]) ->
     owner = _owner(keys, fields)
     if isinstance(owner, Outcome):
         return owner
-    key_id = digest_of(fields["key"]).key_id
+    return _within_budget(budget, fields["key"], owner)
+
+
+def _within_budget(budget: KeyBudget, key: str, owner: str) -> str | Outcome:
+    key_id = digest_of(key).key_id
     try:
         if budget.admits(key_id):
             return owner
