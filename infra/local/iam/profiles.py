@@ -6,6 +6,7 @@ AWS::Events::EventBusPolicy, AWS::SecretsManager::ResourcePolicy and AWS::KMS::K
 Every value is resolved by the twin's CloudFormation resolver, as deployed.
 """
 
+import functools
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -16,6 +17,8 @@ from infra.local.iam.authorizer import AuthorizationProfile, Policy
 from infra.local.iam.calls import queue_arn
 from infra.local.lambda_.functions import FunctionSpec
 from infra.local.runtime.aws import ACCOUNT_ID, AwsEndpoint
+
+_AWS_MANAGED_PREFIX = "arn:aws:iam::aws:policy/"
 
 
 class UnsupportedRoleError(ValueError):
@@ -62,7 +65,7 @@ def _roles(
             for policy in properties.get("Policies", [])
         ]
         policies += [
-            {"name": arn, "policy": _managed_policy(endpoint, str(arn))}
+            {"name": str(arn), "policy": _managed_policy(endpoint, str(arn))}
             for arn in properties.get("ManagedPolicyArns", [])
         ]
         tags = {str(tag["Key"]): str(tag["Value"]) for tag in properties.get("Tags", [])}
@@ -71,13 +74,25 @@ def _roles(
 
 
 def _managed_policy(endpoint: AwsEndpoint, policy_arn: str) -> Policy:
-    """A managed policy's document as IAM (moto, which ships AWS's managed policies) has it."""
+    """An AWS managed policy's document as moto ships it (SAM roles attach
+    AWSLambdaBasicExecutionRole), or a customer managed one as the stack created it in moto."""
+    if policy_arn.startswith(_AWS_MANAGED_PREFIX):
+        name = policy_arn.rsplit("/", 1)[-1]
+        return dict(_aws_managed_policies()[name]["Document"])
     iam = endpoint.client("iam")
     version = iam.get_policy(PolicyArn=policy_arn)["Policy"]["DefaultVersionId"]
     document = iam.get_policy_version(PolicyArn=policy_arn, VersionId=version)["PolicyVersion"][
         "Document"
     ]
     return json.loads(unquote(document)) if isinstance(document, str) else dict(document)
+
+
+@functools.cache
+def _aws_managed_policies() -> dict[str, Any]:
+    from moto.iam.aws_managed_policies import aws_managed_policies_data
+
+    policies: dict[str, Any] = json.loads(aws_managed_policies_data)
+    return policies
 
 
 def _resource_policies(stack: DeployedStack, region: str) -> dict[str, Policy]:
