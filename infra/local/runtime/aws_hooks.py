@@ -10,6 +10,7 @@ before it reaches moto (infra/local/iam).
 """
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -110,7 +111,10 @@ class AwsCallHooks:
             call = ApiCall(facts.service, facts.operation, context[_PARAMS], params.get("url", ""))
             refusal = self._authorizer.refusal(call)
             if refusal is not None:
-                return self._authorizer.denied_response(facts.service, refusal)
+                response, parsed = self._authorizer.denied_response(facts.service, refusal)
+                # In the function's log, where a refused grant is looked for first.
+                print(f"[twin IAM] {facts.operation}: {parsed['Error']}", file=sys.stderr)
+                return response, parsed
         return None if rule is None else self._apply_fault(facts, rule, context)
 
     def _fail_before_sending(
