@@ -143,6 +143,10 @@ def key(task_id: str) -> dict[str, Any]:
                 )
             ],
         ),
+        (
+            ApiCall("sns", "Publish", {"TopicArn": "arn:aws:sns:eu-west-1:123456789012:alarms"}),
+            [IamRequest("sns:Publish", "arn:aws:sns:eu-west-1:123456789012:alarms")],
+        ),
         (ApiCall("sts", "GetCallerIdentity", {}), []),
     ],
     ids=lambda value: value.operation if isinstance(value, ApiCall) else "",

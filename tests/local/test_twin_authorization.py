@@ -46,7 +46,8 @@ def _statements(template: dict[str, Any], role: str) -> list[dict[str, Any]]:
 
 def broken_copy(document: dict[str, Any]) -> dict[str, Any]:
     """CompatSubmitFunctionRole missing from the queue policy's senders; GetTaskFunctionRole
-    without its ReadTask grant; ReplayFunctionRole granted a send and tagged as an operator."""
+    without its ReadTask grant; ReplayFunctionRole granted a send and tagged as an operator;
+    CallbackFunctionRole granted sns:Publish on the alarm topic."""
     broken = copy.deepcopy(document)
     resources = broken["Resources"]
     statements = resources["DeadLetterQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
@@ -64,6 +65,9 @@ def broken_copy(document: dict[str, Any]) -> dict[str, Any]:
         }
     )
     resources["ReplayFunctionRole"]["Properties"]["Tags"] = [OPERATOR_TAG]
+    _statements(broken, "CallbackFunctionRole").append(
+        {"Effect": "Allow", "Action": "sns:Publish", "Resource": {"Ref": "AlarmTopic"}}
+    )
     return broken
 
 
@@ -155,6 +159,20 @@ def test_a_role_tagged_as_operator_may_send_where_the_policy_admits_operators(
     untagged = authorizer(deployed["real"], "ReplayFunction", evaluator)
     refusal = untagged.refusal(send_to_dead_letter_queue(deployed["real"]))
     assert refusal is not None and refusal.decision.explicit_deny
+
+
+def test_no_function_publishes_to_the_alarm_topic_even_when_its_role_allows_it(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    """NobodyButCloudWatchPublishes: a role session carries no aws:PrincipalServiceName."""
+    stack = deployed["broken"]
+    callback = authorizer(stack, "CallbackFunction", evaluator)
+    topic = stack.resources.physical_id("AlarmTopic")
+    refusal = callback.refusal(ApiCall("sns", "Publish", {"TopicArn": topic, "Message": "ok"}))
+    assert refusal is not None
+    assert refusal.decision.explicit_deny and refusal.decision.denied_by == "resource"
+    response, parsed = callback.denied_response("sns", refusal)
+    assert (response.status_code, parsed["Error"]["Code"]) == (403, "AuthorizationError")
 
 
 def test_a_function_without_the_grant_its_path_uses_gets_dynamodbs_access_denied(

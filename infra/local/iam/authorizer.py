@@ -221,12 +221,14 @@ def _referenced_condition_keys(profile: AuthorizationProfile) -> frozenset[str]:
 # - SQS: AccessDenied, 403, "Access to the resource https://sqs.<region>.amazonaws.com/ is denied."
 #   https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/troubleshooting-access-denied.html
 # - CloudWatch (query protocol): AccessDenied, 403
+# - SNS: AuthorizationError, 403 (https://docs.aws.amazon.com/sns/latest/api/API_Publish.html)
 # - API Gateway Management API: ForbiddenException, 403 (botocore's apigatewaymanagementapi model)
 # IAM's message: https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_access-denied.html
 _JSON_DENIED = ("AccessDeniedException", 400)
 _DENIED_BY_SERVICE = {
     "sqs": ("AccessDenied", 403),
     "cloudwatch": ("AccessDenied", 403),
+    "sns": ("AuthorizationError", 403),
     "apigatewaymanagementapi": ("ForbiddenException", 403),
 }
 

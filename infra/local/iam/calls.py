@@ -206,6 +206,12 @@ def _cloudwatch(call: ApiCall, _site: CallSite) -> list[IamRequest] | None:
     return [IamRequest("cloudwatch:PutMetricData", "*")]
 
 
+def _sns(call: ApiCall, _site: CallSite) -> list[IamRequest] | None:
+    if call.operation != "Publish" or "TopicArn" not in call.params:
+        return None  # a Publish to a phone number or target ARN is no topic's
+    return [IamRequest("sns:Publish", str(call.params["TopicArn"]))]
+
+
 # ---------------------------------------------------------------- API Gateway Management API
 _MANAGEMENT_METHODS = {
     "PostToConnection": "POST",
@@ -247,6 +253,7 @@ _MAPPERS: dict[str, Callable[[ApiCall, CallSite], list[IamRequest] | None]] = {
     "secretsmanager": _secretsmanager,
     "events": _events,
     "cloudwatch": _cloudwatch,
+    "sns": _sns,
     "apigatewaymanagementapi": _management_api,
     "sts": _sts,
 }
