@@ -51,6 +51,9 @@ _ABSENT_FOR_ROLE_SESSIONS = frozenset(
 _LEADING_KEYS = "dynamodb:LeadingKeys"
 # Actions whose partition keys calls.py does not read: a policy conditioned on them fails loudly.
 _NO_LEADING_KEYS = frozenset({"dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"})
+# Decisions kept per worker: the keys differ per partition key where a policy tests
+# dynamodb:LeadingKeys (one per WebSocket connection record), so the cache is bounded.
+_MAX_DECISIONS = 10_000
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,8 @@ class Authorizer:
             return known
         decision = self._evaluator.decide(self._simulation(request, context))
         with self._lock:
+            if len(self._decisions) >= _MAX_DECISIONS:
+                self._decisions.clear()
             self._decisions[key] = decision
             self.stats.evaluated += 1
         return decision

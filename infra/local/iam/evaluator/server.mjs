@@ -8,7 +8,10 @@
 import http from 'node:http'
 import { getDenialReasons, runSimulation } from '@cloud-copilot/iam-simulate'
 
+// Answers by request body; bounded, as the bodies differ per DynamoDB partition key where a
+// policy tests dynamodb:LeadingKeys (one per WebSocket connection record).
 const answers = new Map()
+const MAX_ANSWERS = 10000
 
 async function decide(body) {
   const known = answers.get(body)
@@ -18,6 +21,7 @@ async function decide(body) {
     result.resultType === 'single'
       ? { decision: result.overallResult, denials: denials(result.result.analysis) }
       : { error: result.resultType === 'error' ? result.errors : { message: 'wildcard resource' } }
+  if (answers.size >= MAX_ANSWERS) answers.clear()
   answers.set(body, answer)
   return answer
 }
