@@ -100,6 +100,11 @@ class Refusal:
     request: IamRequest
     decision: Decision
 
+    def __str__(self) -> str:
+        decision = self.decision
+        why = f"explicit Deny ({decision.denied_by})" if decision.explicit_deny else "no Allow"
+        return f"{self.request.action} on {self.request.resource}: {why}"
+
 
 @dataclass
 class AuthorizerStats:

@@ -111,10 +111,9 @@ class AwsCallHooks:
             call = ApiCall(facts.service, facts.operation, context[_PARAMS], params.get("url", ""))
             refusal = self._authorizer.refusal(call)
             if refusal is not None:
-                response, parsed = self._authorizer.denied_response(facts.service, refusal)
                 # In the function's log, where a refused grant is looked for first.
-                print(f"[twin IAM] {facts.operation}: {parsed['Error']}", file=sys.stderr)
-                return response, parsed
+                print(f"[twin IAM] {facts.operation} refused: {refusal}", file=sys.stderr)
+                return self._authorizer.denied_response(facts.service, refusal)
         return None if rule is None else self._apply_fault(facts, rule, context)
 
     def _fail_before_sending(
