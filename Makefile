@@ -13,8 +13,8 @@ STAMP := $(VENV)/.installed
 
 include infra/sam/sam.mk
 
-.PHONY: help venv lock dynamodb-local lint typecheck unit check integration local chaos test \
-	static-checks suites preflight demo up bench clean
+.PHONY: help venv lock dynamodb-local iam-evaluator lint typecheck unit check integration local chaos \
+	test static-checks suites preflight demo up bench clean
 
 help:
 	@echo "make demo   - run the whole stack locally against moto + the simulator, with the chaos proof"
@@ -55,6 +55,16 @@ $(DDB_LOCAL_STAMP): $(DDB_LOCAL_DIR)/package-lock.json
 
 dynamodb-local: $(DDB_LOCAL_STAMP)
 
+# The local twin's IAM policy evaluator (@cloud-copilot/iam-simulate, run with Node.js): every
+# AWS call a function makes on the twin is authorized by it (infra/local/README.md).
+IAM_EVALUATOR_DIR := infra/local/iam/evaluator
+IAM_EVALUATOR_STAMP := $(IAM_EVALUATOR_DIR)/node_modules/.installed
+$(IAM_EVALUATOR_STAMP): $(IAM_EVALUATOR_DIR)/package-lock.json
+	npm ci --prefix $(IAM_EVALUATOR_DIR) --no-audit --no-fund --loglevel=error
+	touch $(IAM_EVALUATOR_STAMP)
+
+iam-evaluator: $(IAM_EVALUATOR_STAMP)
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -79,7 +89,7 @@ integration: $(STAMP) $(DDB_LOCAL_STAMP)
 
 # Everything, nothing skipped: the static checks run beside the test suites, the suites spread
 # over TEST_WORKERS processes a test file at a time (tests/conftest.py starts the longest first).
-test: $(STAMP) $(DDB_LOCAL_STAMP) $(SAM_STAMP)
+test: $(STAMP) $(DDB_LOCAL_STAMP) $(IAM_EVALUATOR_STAMP) $(SAM_STAMP)
 	@started=$$(date +%s); \
 	$(MAKE) --no-print-directory -k -j2 --output-sync=target static-checks suites; status=$$?; \
 	echo "make test: $$(( $$(date +%s) - started )) s on $$(nproc) cores, $$([ $$status = 0 ] \
@@ -91,7 +101,7 @@ static-checks: lint typecheck template-check
 # Files are handed out in tests/conftest.py's order (longest first); --no-loadscope-reorder keeps
 # it: by default xdist queues files by their number of tests, most first, and the one-test chaos
 # runs (the longest) would start last.
-suites: $(STAMP) $(DDB_LOCAL_STAMP)
+suites: $(STAMP) $(DDB_LOCAL_STAMP) $(IAM_EVALUATOR_STAMP)
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 # Before a first deploy: the account's concurrency limit, the Powertools layer parameter in the
@@ -100,20 +110,21 @@ suites: $(STAMP) $(DDB_LOCAL_STAMP)
 preflight: $(STAMP)
 	$(VENV)/bin/pingback-guard preflight --config-env $(or $(CONFIG_ENV),default)
 
-demo: $(STAMP)
+demo: $(STAMP) $(IAM_EVALUATOR_STAMP)
 	$(PY) -m infra.chaos --profile demo --out out/chaos
 
 # The simulator and the stack for a local try; prints credentials, API_URL and a 2captcha key.
 # A real provider instead: make up PROVIDER_URL=https://ocr.captchaai.com (key in $$CAPTCHAAI_API_KEY).
-up: $(STAMP)
+up: $(STAMP) $(IAM_EVALUATOR_STAMP)
 	$(PY) -m infra.local up $(if $(PROVIDER_URL),--provider-url $(PROVIDER_URL))
 
-chaos: $(STAMP)
+chaos: $(STAMP) $(IAM_EVALUATOR_STAMP)
 	$(PY) -m infra.chaos --profile $(or $(PROFILE),ci) --out out/chaos $(if $(TASKS),--tasks $(TASKS)) $(if $(SEED),--seed $(SEED))
 
-bench: $(STAMP)
+bench: $(STAMP) $(IAM_EVALUATOR_STAMP)
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) $(LOCK_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache $(DDB_LOCAL_DIR)/node_modules
+	rm -rf $(VENV) $(SAM_VENV) $(LOCK_VENV) .aws-sam .pytest_cache .mypy_cache .ruff_cache $(DDB_LOCAL_DIR)/node_modules \
+		$(IAM_EVALUATOR_DIR)/node_modules
 

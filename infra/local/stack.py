@@ -26,6 +26,8 @@ from infra.local.cloudwatch.alarm_runtime import LocalCloudWatch
 from infra.local.events.event_bus import LocalEventBus, RunTimeRules
 from infra.local.events.event_sources import pipe_specs, rule_specs
 from infra.local.events.scheduler import ScheduleRunner
+from infra.local.iam.evaluator import EvaluatorSidecar
+from infra.local.iam.profiles import authorization_profiles
 from infra.local.lambda_.functions import FunctionSpec, function_specs
 from infra.local.lambda_.pool import FunctionPool, Invocation, worker_environment
 from infra.local.lambda_.triggers import FunctionIndex, http_routes, queue_sources, schedules
@@ -86,6 +88,9 @@ class LocalOptions:
     apigateway_cloudwatch_role_arn: str | None = None
     """The account's API Gateway CloudWatch role; None: unset, as on a fresh account (a stage
     that logs, e.g. PushApiAccessLogs=true, is then refused as AWS refuses it)."""
+    authorize_calls: bool = True
+    """Every AWS call a function makes is authorized as on AWS (its role, the target's resource
+    policy: infra/local/iam). False only for a test that says why."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,7 @@ class LocalStack(Service):
         self._event_pipes: list[StreamPipe] = []
         self._control: LocalHttpServer | None = None
         self._cloudwatch: LocalCloudWatch | None = None
+        self._iam_evaluator: EvaluatorSidecar | None = None
         self._ready: ReadyInfo | None = None
 
     @property
@@ -197,6 +203,7 @@ class LocalStack(Service):
             ("event pipes and bus", self._stop_result_events),
             ("requests in flight", self._drain_gateway),
             ("function workers", self._stop_pools),
+            ("IAM evaluator", self._stop_iam_evaluator),
             ("gateway access log", self._close_access_log),
             ("moto", self._stop_moto),
         ]
@@ -340,7 +347,8 @@ class LocalStack(Service):
         self._start_gateway(stack, functions, log_dir)
         assert self._gateway is not None
         self._start_websocket_apis(stack, functions)
-        self._start_pools(specs, endpoint, log_dir)
+        authorizations = self._authorizations(stack, specs, endpoint, log_dir)
+        self._start_pools(specs, authorizations, endpoint, log_dir)
         self._start_triggers(stack, functions, endpoint)
         self._start_result_events(stack, functions, endpoint)
         self._cloudwatch.start()
@@ -396,8 +404,34 @@ class LocalStack(Service):
     def _workers(self, logical_id: str) -> int:
         return self.options.workers_by_function.get(logical_id, self.options.workers_per_function)
 
+    def _authorizations(
+        self,
+        stack: DeployedStack,
+        specs: Mapping[str, FunctionSpec],
+        endpoint: AwsEndpoint,
+        log_dir: Path,
+    ) -> dict[str, dict[str, Any] | None]:
+        """What each function's workers authorize their calls with (after the WebSocket APIs:
+        their Management API endpoints are part of it)."""
+        if not self.options.authorize_calls:
+            return dict.fromkeys(specs)
+        self._iam_evaluator = EvaluatorSidecar(log_dir / "iam-evaluator.log")
+        evaluator_url = self._iam_evaluator.start()
+        management_apis = {
+            api.management_url.rsplit("/", 1)[0]: api.spec.api_id for api in self._websocket_apis
+        }
+        profiles = authorization_profiles(stack, specs, endpoint, management_apis)
+        return {
+            logical_id: {"profile": profile.to_json(), "evaluator_url": evaluator_url}
+            for logical_id, profile in profiles.items()
+        }
+
     def _start_pools(
-        self, specs: Mapping[str, FunctionSpec], endpoint: AwsEndpoint, log_dir: Path
+        self,
+        specs: Mapping[str, FunctionSpec],
+        authorizations: Mapping[str, dict[str, Any] | None],
+        endpoint: AwsEndpoint,
+        log_dir: Path,
     ) -> None:
         for logical_id, spec in specs.items():
             environment = worker_environment(
@@ -410,6 +444,7 @@ class LocalStack(Service):
                 log_path=log_dir / f"{logical_id}.log",
                 calls=self.calls,
                 current_faults=self.faults,
+                authorization=authorizations[logical_id],
             )
         starters = [threading.Thread(target=pool.start) for pool in self._pools.values()]
         for starter in starters:
@@ -602,6 +637,11 @@ class LocalStack(Service):
         for stopper in stoppers:
             stopper.join()
         self._pools = {}
+
+    def _stop_iam_evaluator(self) -> None:
+        if self._iam_evaluator is not None:
+            self._iam_evaluator.stop()
+            self._iam_evaluator = None
 
     def _stop_moto(self) -> None:
         if self._moto is not None:

@@ -24,6 +24,8 @@ class FunctionSpec:
     memory_mb: int
     environment: Mapping[str, str]
     """Exactly the variables the template gives the function (Globals merged), resolved."""
+    role_arn: str
+    """Its execution role (Role): every AWS call it makes is authorized as this role."""
 
 
 def function_specs(stack: DeployedStack, code_dirs: Mapping[str, Path]) -> dict[str, FunctionSpec]:
@@ -46,5 +48,6 @@ def function_specs(stack: DeployedStack, code_dirs: Mapping[str, Path]) -> dict[
             timeout_seconds=float(properties.get("Timeout", LAMBDA_DEFAULT_TIMEOUT_SECONDS)),
             memory_mb=int(properties.get("MemorySize", LAMBDA_DEFAULT_MEMORY_MB)),
             environment={name: stringify(value) for name, value in variables.items()},
+            role_arn=str(properties.get("Role", "")),
         )
     return specs

@@ -107,9 +107,11 @@ class WorkerProcess:
         environment: Mapping[str, str],
         log: IO[str],
         calls: CallLog,
+        authorization: Mapping[str, Any] | None = None,
     ) -> None:
         self._spec = spec
         self._environment = environment
+        self._authorization = authorization
         self._log = log
         self._calls = calls
         self._process: subprocess.Popen[bytes] | None = None
@@ -205,6 +207,7 @@ class WorkerProcess:
             "memory_mb": spec.memory_mb,
             "log_stream_name": f"local/{uuid.uuid4().hex}",
             "faults": [rule.to_json() for rule in faults],
+            "authorization": self._authorization,
         }
 
     def _receive_until_reply(self, deadline: float) -> dict[str, Any] | None:
@@ -295,9 +298,13 @@ class FunctionPool:
         log_path: Path,
         calls: CallLog,
         current_faults: Callable[[], Sequence[FaultRule]],
+        authorization: Mapping[str, Any] | None = None,
     ) -> None:
+        """`authorization`: {"profile": AuthorizationProfile JSON, "evaluator_url": ...} to
+        authorize every AWS call the function makes (infra/local/iam); None: calls are not."""
         self.spec = spec
         self._environment = environment
+        self._authorization = authorization
         self._calls = calls
         self._current_faults = current_faults
         self._log = log_path.open("a", encoding="utf-8", buffering=1)
@@ -369,7 +376,9 @@ class FunctionPool:
     def _ready_process(self, slot: _Slot) -> WorkerProcess:
         if slot.process is None or not slot.process.alive:
             slot.process = None
-            process = WorkerProcess(self.spec, self._environment, self._log, self._calls)
+            process = WorkerProcess(
+                self.spec, self._environment, self._log, self._calls, self._authorization
+            )
             process.start(self._current_faults())
             slot.process = process
             if self._closed.is_set():

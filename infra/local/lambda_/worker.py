@@ -17,6 +17,8 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from infra.local.iam.authorizer import AuthorizationProfile, Authorizer
+from infra.local.iam.evaluator import SidecarEvaluator
 from infra.local.lambda_.protocol import Channel, ChannelClosed
 from infra.local.runtime.aws_hooks import AwsCallHooks
 from infra.local.runtime.calls import AwsCall
@@ -119,6 +121,16 @@ def _read_messages(
             return
 
 
+def _authorizer(authorization: Mapping[str, Any] | None) -> Authorizer | None:
+    """The function's role and the evaluator's URL, when the runtime authorizes calls."""
+    if authorization is None:
+        return None
+    return Authorizer(
+        AuthorizationProfile.from_json(authorization["profile"]),
+        SidecarEvaluator(authorization["evaluator_url"]),
+    )
+
+
 def main() -> None:
     channel = Channel(socket.socket(fileno=int(sys.argv[1])))
     init = channel.receive()
@@ -126,7 +138,7 @@ def main() -> None:
     def report(call: AwsCall) -> None:
         channel.send({"type": "call", "call": call.to_json()})
 
-    hooks = AwsCallHooks(init["function"], report)
+    hooks = AwsCallHooks(init["function"], report, _authorizer(init.get("authorization")))
     hooks.set_rules(tuple(FaultRule.from_json(rule) for rule in init["faults"]))
     hooks.install()
     started = time.monotonic()

@@ -4,10 +4,13 @@ local stack's workers, the bench and the handler tests count calls and make AWS 
 A worker installs them before the handler module is imported, through botocore's list of
 built-in handlers, so every session and client the function creates (boto3 default session,
 Powertools' own sessions) carries them; the bench and tests attach them to one session or client.
-A call is accounted once however many times botocore retries it.
+A call is accounted once however many times botocore retries it. With an authorizer (the local
+stack's workers), a call AWS would refuse is answered with the service's AccessDenied error
+before it reaches moto (infra/local/iam).
 """
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -19,6 +22,8 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.exceptions import EndpointConnectionError
 from botocore.hooks import BaseEventHooks
 
+from infra.local.iam.authorizer import Authorizer
+from infra.local.iam.calls import ApiCall
 from infra.local.runtime.calls import OUTCOME_OK, AwsCall
 from infra.local.runtime.faults import FaultRule
 
@@ -26,6 +31,8 @@ CRASH_EXIT_CODE = 70
 KEY_ATTRIBUTE = "task_id"
 _FACTS = "pingback_guard_local_call"
 _INJECTED = "pingback_guard_local_fault"
+_PARAMS = "pingback_guard_local_params"
+_NETWORK_FAULTS = ("crash", "unavailable")
 _THROTTLE_CODES = {"dynamodb": "ProvisionedThroughputExceededException"}
 _DEFAULT_THROTTLE_CODE = "ThrottlingException"
 
@@ -42,9 +49,15 @@ class _CallFacts:
 
 
 class AwsCallHooks:
-    def __init__(self, function: str, report: Callable[[AwsCall], None]) -> None:
+    def __init__(
+        self,
+        function: str,
+        report: Callable[[AwsCall], None],
+        authorizer: Authorizer | None = None,
+    ) -> None:
         self._function = function
         self._report = report
+        self._authorizer = authorizer
         self._rules: tuple[FaultRule, ...] = ()
         self._lock = threading.Lock()
         self.request_id: str | None = None
@@ -65,7 +78,7 @@ class AwsCallHooks:
     def _handlers(self) -> list[tuple[str, Callable[..., Any]]]:
         return [
             ("before-parameter-build", self._remember_call),
-            ("before-call", self._apply_faults),
+            ("before-call", self._before_call),
             ("after-call", self._account_response),
             ("after-call-error", self._account_exception),
         ]
@@ -73,6 +86,7 @@ class AwsCallHooks:
     def _remember_call(
         self, params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any
     ) -> None:
+        context[_PARAMS] = dict(params)
         context[_FACTS] = _CallFacts(
             service=model.service_model.service_name,
             operation=model.name,
@@ -83,19 +97,37 @@ class AwsCallHooks:
             condition_expression=_text(params.get("ConditionExpression")),
         )
 
-    def _apply_faults(
+    def _before_call(
         self, params: Mapping[str, Any], context: dict[str, Any], **_: Any
     ) -> tuple[AWSResponse, dict[str, Any]] | None:
+        """A fault that keeps the call from reaching AWS, then IAM's decision, then the rest."""
         facts: _CallFacts | None = context.get(_FACTS)
-        rule = self._firing_rule(facts) if facts is not None else None
-        if rule is None or facts is None:
+        if facts is None:
             return None
+        rule = self._firing_rule(facts)
+        if rule is not None and rule.mode in _NETWORK_FAULTS:
+            self._fail_before_sending(facts, rule, params)
+        if self._authorizer is not None:
+            call = ApiCall(facts.service, facts.operation, context[_PARAMS], params.get("url", ""))
+            refusal = self._authorizer.refusal(call)
+            if refusal is not None:
+                # In the function's log, where a refused grant is looked for first.
+                print(f"[twin IAM] {facts.operation} refused: {refusal}", file=sys.stderr)
+                return self._authorizer.denied_response(facts.service, refusal)
+        return None if rule is None else self._apply_fault(facts, rule, context)
+
+    def _fail_before_sending(
+        self, facts: _CallFacts, rule: FaultRule, params: Mapping[str, Any]
+    ) -> NoReturn:
         if rule.mode == "crash":
             self._send(facts, "WorkerCrashed", injected=rule.mode, answered=False)
             _crash()
-        if rule.mode == "unavailable":
-            self._send(facts, EndpointConnectionError.__name__, injected=rule.mode, answered=False)
-            raise EndpointConnectionError(endpoint_url=params.get("url", ""))
+        self._send(facts, EndpointConnectionError.__name__, injected=rule.mode, answered=False)
+        raise EndpointConnectionError(endpoint_url=params.get("url", ""))
+
+    def _apply_fault(
+        self, facts: _CallFacts, rule: FaultRule, context: dict[str, Any]
+    ) -> tuple[AWSResponse, dict[str, Any]] | None:
         context[_INJECTED] = rule.mode
         if rule.mode == "delay":
             time.sleep(rule.delay_seconds)

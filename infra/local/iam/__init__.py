@@ -1,0 +1,1 @@
+"""The twin authorizes every AWS call a function makes, as AWS would (README: Authorization)."""

@@ -1,0 +1,333 @@
+"""The twin authorizes every AWS call a function makes as AWS would (issue 31): each function as
+its own template role, against the target's resource policy too, with the conditions the
+template uses; a refused call is the error botocore raises on AWS.
+
+The template is deployed into moto twice: as it is, and as a broken copy (a sender missing from
+the dead-letter queue policy, a function without the grant its path uses, an operator-tagged
+role). Decisions come from the real evaluator sidecar (infra/local/iam/evaluator).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from infra.local import LocalOptions, LocalStack
+from infra.local.cloudformation.deploy import DeployedStack, deploy_stack
+from infra.local.cloudformation.template import SamTemplate
+from infra.local.iam.authorizer import AuthorizationProfile, Authorizer
+from infra.local.iam.calls import ApiCall, UnmappedCall
+from infra.local.iam.evaluator import EvaluatorSidecar, SidecarEvaluator
+from infra.local.iam.profiles import authorization_profiles
+from infra.local.lambda_.functions import function_specs
+from infra.local.runtime.aws import AwsEndpoint
+from infra.local.runtime.moto_process import MotoServer
+from infra.project_template import TEMPLATE_PATH
+from infra.simulator import Simulator, SimulatorConfig
+from tests.local.support import QUICK_SOLVES
+
+pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(300)]
+
+REGION = "us-east-1"
+MANAGEMENT_URL = "http://127.0.0.1:1"
+OPERATOR_TAG = {"Key": "pingback-guard-operator", "Value": "true"}
+
+
+def _statements(template: dict[str, Any], role: str) -> list[dict[str, Any]]:
+    statements: list[dict[str, Any]] = template["Resources"][role]["Properties"]["Policies"][0][
+        "PolicyDocument"
+    ]["Statement"]
+    return statements
+
+
+def broken_copy(document: dict[str, Any]) -> dict[str, Any]:
+    """CompatSubmitFunctionRole missing from the queue policy's senders; GetTaskFunctionRole
+    without its ReadTask grant; ReplayFunctionRole granted a send and tagged as an operator;
+    CallbackFunctionRole granted sns:Publish on the alarm topic."""
+    broken = copy.deepcopy(document)
+    resources = broken["Resources"]
+    statements = resources["DeadLetterQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    (only_producers,) = [s for s in statements if s["Sid"] == "OnlyProducersSend"]
+    senders = only_producers["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]
+    senders[:] = [arn for arn in senders if "CompatSubmitFunctionRole" not in str(arn)]
+    get_task = _statements(broken, "GetTaskFunctionRole")
+    get_task[:] = [s for s in get_task if s["Sid"] != "ReadTask"]
+    _statements(broken, "ReplayFunctionRole").append(
+        {
+            "Sid": "OperatorRedrive",
+            "Effect": "Allow",
+            "Action": "sqs:SendMessage",
+            "Resource": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]},
+        }
+    )
+    resources["ReplayFunctionRole"]["Properties"]["Tags"] = [OPERATOR_TAG]
+    _statements(broken, "CallbackFunctionRole").append(
+        {"Effect": "Allow", "Action": "sns:Publish", "Resource": {"Ref": "AlarmTopic"}}
+    )
+    return broken
+
+
+@pytest.fixture(scope="module")
+def evaluator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SidecarEvaluator]:
+    log = tmp_path_factory.mktemp("iam") / "iam-evaluator.log"
+    with EvaluatorSidecar(log) as sidecar:
+        yield SidecarEvaluator(sidecar.url)
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, DeployedStack]]:
+    """The template as it is ("real") and its broken copy ("broken"), in one moto."""
+    moto = MotoServer(0, tmp_path_factory.mktemp("moto") / "moto.log")
+    started = moto.start()
+    endpoint = AwsEndpoint(started.url, REGION)
+    try:
+        real = SamTemplate.load(TEMPLATE_PATH)
+        stacks = {}
+        for name, template in (
+            ("real", real),
+            ("broken", SamTemplate(real.path, broken_copy(real.document))),
+        ):
+            stacks[name] = deploy_stack(
+                template,
+                template.parameter_values({}),
+                endpoint,
+                started.cloudformation_types,
+                f"authz-{name}",
+            )
+        yield stacks
+    finally:
+        moto.stop()
+
+
+def profile(stack: DeployedStack, function: str) -> AuthorizationProfile:
+    specs = function_specs(stack, SamTemplate.load(TEMPLATE_PATH).function_code_dirs())
+    endpoint = stack.resources.endpoint
+    api_id = stack.resources.physical_id("PushApi")
+    profiles = authorization_profiles(stack, specs, endpoint, {MANAGEMENT_URL: api_id})
+    return profiles[function]
+
+
+def authorizer(stack: DeployedStack, function: str, evaluator: SidecarEvaluator) -> Authorizer:
+    return Authorizer(profile(stack, function), evaluator)
+
+
+def send_to_dead_letter_queue(stack: DeployedStack) -> ApiCall:
+    queue_url = stack.resources.physical_id("DeadLetterQueue")
+    return ApiCall("sqs", "SendMessage", {"QueueUrl": queue_url, "MessageBody": "{}"})
+
+
+def tasks_item_call(stack: DeployedStack, operation: str, task_id: str) -> ApiCall:
+    table = stack.resources.physical_id("TasksTable")
+    return ApiCall("dynamodb", operation, {"TableName": table, "Key": {"task_id": {"S": task_id}}})
+
+
+def test_compat_submit_may_fall_back_to_the_dead_letter_queue(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    stack = deployed["real"]
+    for function in ("CompatSubmitFunction", "SubmitFunction", "CallbackFunction"):
+        call = send_to_dead_letter_queue(stack)
+        assert authorizer(stack, function, evaluator).refusal(call) is None, function
+
+
+def test_a_sender_missing_from_the_queue_policy_is_refused_despite_its_roles_allow(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    stack = deployed["broken"]
+    compat = authorizer(stack, "CompatSubmitFunction", evaluator)
+    refusal = compat.refusal(send_to_dead_letter_queue(stack))
+    assert refusal is not None
+    assert refusal.decision.explicit_deny and refusal.decision.denied_by == "resource"
+    response, parsed = compat.denied_response("sqs", refusal)
+    assert response.status_code == 403
+    assert parsed["Error"] == {
+        "Code": "AccessDenied",
+        "Message": f"Access to the resource https://sqs.{REGION}.amazonaws.com/ is denied.",
+    }
+
+
+def test_a_role_tagged_as_operator_may_send_where_the_policy_admits_operators(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    """aws:PrincipalTag/pingback-guard-operator, read from the role resource's Tags."""
+    tagged = authorizer(deployed["broken"], "ReplayFunction", evaluator)
+    assert tagged.refusal(send_to_dead_letter_queue(deployed["broken"])) is None
+    untagged = authorizer(deployed["real"], "ReplayFunction", evaluator)
+    refusal = untagged.refusal(send_to_dead_letter_queue(deployed["real"]))
+    assert refusal is not None and refusal.decision.explicit_deny
+
+
+def test_no_function_publishes_to_the_alarm_topic_even_when_its_role_allows_it(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    """NobodyButCloudWatchPublishes: a role session carries no aws:PrincipalServiceName."""
+    stack = deployed["broken"]
+    callback = authorizer(stack, "CallbackFunction", evaluator)
+    topic = stack.resources.physical_id("AlarmTopic")
+    refusal = callback.refusal(ApiCall("sns", "Publish", {"TopicArn": topic, "Message": "ok"}))
+    assert refusal is not None
+    assert refusal.decision.explicit_deny and refusal.decision.denied_by == "resource"
+    response, parsed = callback.denied_response("sns", refusal)
+    assert (response.status_code, parsed["Error"]["Code"]) == (403, "AuthorizationError")
+
+
+def test_a_function_without_the_grant_its_path_uses_gets_dynamodbs_access_denied(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    stack = deployed["broken"]
+    get_task = authorizer(stack, "GetTaskFunction", evaluator)
+    refusal = get_task.refusal(tasks_item_call(stack, "GetItem", "task-1"))
+    assert refusal is not None
+    response, parsed = get_task.denied_response("dynamodb", refusal)
+    session = profile(stack, "GetTaskFunction").session_arn
+    table_arn = f"arn:aws:dynamodb:{REGION}:123456789012:table/" + str(
+        stack.resources.physical_id("TasksTable")
+    )
+    assert response.status_code == 400
+    assert parsed["Error"] == {
+        "Code": "AccessDeniedException",
+        "Message": f"User: {session} is not authorized to perform: dynamodb:GetItem on resource: "
+        f"{table_arn} because no identity-based policy allows the dynamodb:GetItem action",
+    }
+    real = authorizer(deployed["real"], "GetTaskFunction", evaluator)
+    assert real.refusal(tasks_item_call(deployed["real"], "GetItem", "task-1")) is None
+
+
+def test_push_writes_only_connection_records_dynamodb_leading_keys(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    stack = deployed["real"]
+    push = authorizer(stack, "PushFunction", evaluator)
+    assert push.refusal(tasks_item_call(stack, "PutItem", "#push-conn-1")) is None
+    assert push.refusal(tasks_item_call(stack, "DeleteItem", "#push-conn-1")) is None
+    assert push.refusal(tasks_item_call(stack, "UpdateItem", "task-1")) is not None
+
+
+def test_the_poller_queries_the_due_index_never_the_table(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    stack = deployed["real"]
+    poller = authorizer(stack, "PollerFunction", evaluator)
+    table = stack.resources.physical_id("TasksTable")
+    query = {"TableName": table, "KeyConditionExpression": "due_shard = :s"}
+    index_query = ApiCall("dynamodb", "Query", {**query, "IndexName": "DueIndex"})
+    assert poller.refusal(index_query) is None
+    assert poller.refusal(ApiCall("dynamodb", "Query", query)) is not None
+
+
+def test_push_manages_connections_of_its_own_api_stage_only(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    stack = deployed["real"]
+    push = authorizer(stack, "PushFunction", evaluator)
+    own = ApiCall(
+        "apigatewaymanagementapi",
+        "PostToConnection",
+        {},
+        f"{MANAGEMENT_URL}/v1/@connections/abc%3D",
+    )
+    other_stage = ApiCall(
+        "apigatewaymanagementapi", "PostToConnection", {}, f"{MANAGEMENT_URL}/v2/@connections/abc"
+    )
+    assert push.refusal(own) is None
+    refusal = push.refusal(other_stage)
+    assert refusal is not None
+    response, parsed = push.denied_response("apigatewaymanagementapi", refusal)
+    assert (response.status_code, parsed["Error"]["Code"]) == (403, "ForbiddenException")
+
+
+def test_secrets_and_parameters_are_granted_per_function(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    stack = deployed["real"]
+    secret = ApiCall(
+        "secretsmanager",
+        "GetSecretValue",
+        {"SecretId": stack.resources.physical_id("CallbackSecret")},
+    )
+    api_key = ApiCall(
+        "ssm", "GetParameter", {"Name": "/pingback-guard/provider-api-key", "WithDecryption": True}
+    )
+    assert authorizer(stack, "CallbackFunction", evaluator).refusal(secret) is None
+    assert authorizer(stack, "PollerFunction", evaluator).refusal(api_key) is None
+    assert authorizer(stack, "ReplayFunction", evaluator).refusal(secret) is not None
+    assert authorizer(stack, "CallbackFunction", evaluator).refusal(api_key) is not None
+
+
+def test_an_unmapped_call_fails_loudly(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    submit = authorizer(deployed["real"], "SubmitFunction", evaluator)
+    with pytest.raises(UnmappedCall):
+        submit.refusal(ApiCall("dynamodb", "DeleteTable", {"TableName": "x"}))
+    with pytest.raises(UnmappedCall):
+        submit.refusal(ApiCall("s3", "GetObject", {"Bucket": "b", "Key": "k"}))
+
+
+def test_decisions_are_cached_per_call_shape(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    """Prints the per-call overhead (not asserted): a decision made by the sidecar, a cached one."""
+    stack = deployed["real"]
+    callback = authorizer(stack, "CallbackFunction", evaluator)
+    calls = [tasks_item_call(stack, "UpdateItem", f"task-{n}") for n in range(200)]
+    started = time.perf_counter()
+    callback.refusal(calls[0])
+    first = time.perf_counter() - started
+    started = time.perf_counter()
+    for call in calls[1:]:
+        assert callback.refusal(call) is None
+    cached = (time.perf_counter() - started) / (len(calls) - 1)
+    assert (callback.stats.decisions, callback.stats.evaluated) == (200, 1)
+    print(
+        f"\ntwin authorization: first decision {first * 1000:.2f} ms (sidecar), "
+        f"then {cached * 1e6:.1f} us per call (cached)"
+    )
+
+
+# ---------------------------------------------------------------- through a function's worker
+SIMULATOR = QUICK_SOLVES
+
+
+@pytest.fixture(scope="module")
+def broken_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
+    """The broken copy running: GetTaskFunction lacks dynamodb:GetItem on the tasks table."""
+    run_dir = tmp_path_factory.mktemp("broken-stack")
+    text = TEMPLATE_PATH.read_text(encoding="utf-8")
+    root = TEMPLATE_PATH.parent
+    text = text.replace("CodeUri: functions/", f"CodeUri: {root / 'functions'}/")
+    text = text.replace("CodeUri: examples/", f"CodeUri: {root / 'examples'}/")
+    read_task = (  # GetTaskFunctionRole's (the comment after it is its next statement's)
+        "- {Sid: ReadTask, Effect: Allow, Action: dynamodb:GetItem, "
+        "Resource: !GetAtt TasksTable.Arn}"
+        "\n              # Conditional writes of read_through_at"
+    )
+    assert text.count(read_task) == 1
+    text = text.replace(read_task, "# Conditional writes of read_through_at")
+    broken = run_dir / "template.yaml"
+    broken.write_text(text, encoding="utf-8")
+    with Simulator(SimulatorConfig.from_mapping(SIMULATOR)) as simulator:
+        options = LocalOptions(
+            template=broken,
+            provider_url=simulator.base_url,
+            provider_api_key=simulator.api_key,
+            run_dir=run_dir,
+            workers_per_function=1,
+        )
+        with LocalStack(options) as stack:
+            yield stack
+
+
+def test_a_refused_call_raises_in_the_function_as_on_aws(broken_stack: LocalStack) -> None:
+    ready = broken_stack.ready
+    broken_stack.reset_calls()
+    answer = ready.signed_session().get(f"{ready.api_url}/tasks/1234567890", timeout=30)
+    # The store's ClientError becomes the domain's "table unavailable": a 503, as on AWS.
+    assert answer.status_code == 503
+    calls = broken_stack.calls_report()["calls"]
+    outcomes = {(c["function"], c["operation"], c["outcome"]) for c in calls}
+    assert ("GetTaskFunction", "GetItem", "AccessDeniedException") in outcomes
