@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pingback_guard.data import dynamodb as dynamodb_module
+from pingback_guard.data import due_index as due_index_module
 from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.task import (
     DeliveryPath,
@@ -255,7 +255,7 @@ def test_concurrent_writers_exactly_one_result_is_stored(store: TaskStore) -> No
 
 
 def test_due_query_follows_pagination(dynamo_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dynamodb_module, "QUERY_PAGE_SIZE", 2)
+    monkeypatch.setattr(due_index_module, "QUERY_PAGE_SIZE", 2)
     for n in range(25):
         submit(dynamo_store, str(4000 + n))
     due = dynamo_store.due_tasks(now=5000.0, limit=100)
