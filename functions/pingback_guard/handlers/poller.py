@@ -29,7 +29,9 @@ for setting_warning in setting_warnings:
 provider = settings.provider
 
 
-store = DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table)
+store = DynamoDbTaskStore(
+    aws_clients.dynamodb_client(aws_clients.bounded_config(settings.store_calls)), settings.table
+)
 
 
 class SweepMetrics:

@@ -198,6 +198,14 @@ class PollPolicy:
     # rules limit checks per task, not requests at once; four keep a sweep of one-id requests
     # (images, GeeTest) within a minute at a second a request.
     request_workers: int = 4
+    # The slowest one DynamoDB request and one res.php request may take (settings derive them
+    # from the clients' timeouts and retries): a call starts only with that much time left.
+    store_call_seconds: float = 0.0
+    provider_call_seconds: float = 0.0
+
+    @property
+    def slowest_call_seconds(self) -> float:
+        return max(self.store_call_seconds, self.provider_call_seconds)
 
     @property
     def schedule(self) -> CheckSchedule:
