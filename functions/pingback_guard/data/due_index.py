@@ -3,9 +3,11 @@ poller queries, and the writes that move, mark or end a task's polling."""
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import zlib
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pingback_guard.data.dynamodb_table import (
@@ -18,6 +20,8 @@ from pingback_guard.data.dynamodb_table import (
 from pingback_guard.domain.task import DueTask, TaskStatus
 
 QUERY_PAGE_SIZE = 500
+# Shards queried at once: below botocore's connection pool (10) per client.
+SHARD_READERS = 8
 
 
 def due_shard_of(task_id: str, shards: int) -> str:
@@ -28,19 +32,25 @@ def due_shard_of(task_id: str, shards: int) -> str:
 class DueIndex:
     def __init__(self, table: ItemTable) -> None:
         self._table = table
-        self._shard_rotation = itertools.cycle(range(table.settings.due_shards))
+        self._readers = ThreadPoolExecutor(
+            min(table.settings.due_shards, SHARD_READERS), thread_name_prefix="due-index"
+        )
 
     def due_tasks(self, now: float, limit: int) -> list[DueTask]:
-        """Query every shard of the sparse index, starting at a rotating shard for fairness."""
-        first = next(self._shard_rotation)
-        shards = self._table.settings.due_shards
-        found: list[DueTask] = []
-        for offset in range(shards):
-            if len(found) >= limit:
-                break
-            shard = str((first + offset) % shards)
-            found.extend(self._due_in_shard(shard, now, limit - len(found)))
-        return found
+        """The ``limit`` most overdue, whichever shards hold them: each shard's oldest ``limit``
+        (a Query returns a partition's items in sort key order, ascending by default:
+        https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Query.KeyConditionExpressions.html),
+        merged by due time. Walking the
+        shards in turn and stopping at the limit left a backlog's oldest tasks in the shards not
+        reached, unchecked until the provider had forgotten them. The shards are queried at
+        once: a read of the index takes one Query's time, not one per shard."""
+        shards = [str(shard) for shard in range(self._table.settings.due_shards)]
+        oldest = self._readers.map(
+            lambda shard: list(self._due_in_shard(shard, now, limit)), shards
+        )
+        return heapq.nsmallest(
+            limit, itertools.chain.from_iterable(oldest), key=lambda task: task.due_at
+        )
 
     def _due_in_shard(self, shard: str, now: float, limit: int) -> Iterator[DueTask]:
         request: dict[str, Any] = {
@@ -66,22 +76,28 @@ class DueIndex:
             request["ExclusiveStartKey"] = last_key
 
     def next_due_at(self, after: float, until: float) -> float | None:
-        earliest: float | None = None
-        for shard in range(self._table.settings.due_shards):
-            page = self._table.call(
-                "Query",
-                self._table.client.query,
-                TableName=self._table.name,
-                IndexName=self._table.settings.due_index_name,
-                KeyConditionExpression="due_shard = :shard AND due_at BETWEEN :after AND :until",
-                ProjectionExpression="due_at",
-                ExpressionAttributeValues=values(shard=str(shard), after=after, until=until),
-                Limit=1,
+        shards = [str(shard) for shard in range(self._table.settings.due_shards)]
+        earliest = [
+            due_at
+            for due_at in self._readers.map(
+                lambda shard: self._first_due(shard, after, until), shards
             )
-            for raw in page.get("Items", []):
-                found = float(item_to_python(raw)["due_at"])
-                earliest = found if earliest is None else min(earliest, found)
-        return earliest
+            if due_at is not None
+        ]
+        return min(earliest, default=None)
+
+    def _first_due(self, shard: str, after: float, until: float) -> float | None:
+        page = self._table.call(
+            "Query",
+            self._table.client.query,
+            TableName=self._table.name,
+            IndexName=self._table.settings.due_index_name,
+            KeyConditionExpression="due_shard = :shard AND due_at BETWEEN :after AND :until",
+            ProjectionExpression="due_at",
+            ExpressionAttributeValues=values(shard=shard, after=after, until=until),
+            Limit=1,
+        )
+        return next((float(item_to_python(raw)["due_at"]) for raw in page.get("Items", [])), None)
 
     def reschedule_poll(
         self,
