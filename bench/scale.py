@@ -58,7 +58,7 @@ from pingback_guard.settings import SubmitSettings
 KEY = "scale"
 TITLE = "9. Scale: the nets at 10, 100 and 1,000 tasks a second"
 RATES = (10, 100, 1000)
-SIMULATED_RATE = 20
+SIMULATED_RATE = 50
 SUBMIT_SECONDS = 300.0
 LOST_FRACTION = 0.01
 OUTAGE_SECONDS = 600.0
@@ -119,7 +119,7 @@ class Row:
             f"res.php requests ({self.res_limit_share:.0%} of the key's limit)": (
                 self.res_limit_share
             ),
-            f"table partition {self.hottest.partition} ({self.hottest.share:.0%} of"
+            f"DynamoDB {self.hottest.partition} ({self.hottest.share:.0%} of its"
             f" {self.hottest.limit:.0f} units/s)": self.hottest.share,
             f"Lambda concurrency ({self.concurrency['submit']:.0f} submits in flight of the"
             f" account's default {LAMBDA_ACCOUNT_CONCURRENCY})": self.concurrency["submit"]

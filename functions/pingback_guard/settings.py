@@ -398,6 +398,7 @@ class PollerSettings:
                 sweep_interval_seconds=env.number("POLL_SWEEP_INTERVAL_SECONDS", 1, 60),
                 run_seconds=env.number("POLLER_RUN_SECONDS", 0, 900, 55),
                 batch_probe_seconds=env.number("POLL_BATCH_PROBE_SECONDS", 0, 86400, 300),
+                request_workers=env.integer("POLLER_REQUEST_WORKERS", 1, 128),
                 store_call_seconds=store_calls.bound_seconds,
                 provider_call_seconds=provider.call_bound_seconds,
             ),

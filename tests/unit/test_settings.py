@@ -155,3 +155,11 @@ def test_a_deadline_margin_without_room_for_two_slow_store_calls_is_raised_with_
     clamped, warnings = clamped_poller_settings(settings)
     assert clamped.policy.deadline_margin_seconds == 20
     assert len(warnings) == 1 and "POLLER_DEADLINE_MARGIN_SECONDS" in warnings[0]
+
+
+def test_the_poller_has_as_many_res_php_requests_in_flight_as_the_template_says() -> None:
+    assert PollerSettings.from_env(POLLER).policy.request_workers == 64
+    fewer = PollerSettings.from_env({**POLLER, "POLLER_REQUEST_WORKERS": "8"})
+    assert fewer.policy.request_workers == 8
+    with pytest.raises(ConfigurationError, match="POLLER_REQUEST_WORKERS"):
+        PollerSettings.from_env({**POLLER, "POLLER_REQUEST_WORKERS": "129"})

@@ -52,7 +52,9 @@ class SweepMetrics:
 
 service = PollerService(
     store,
-    TracedProvider(captchaai_client(provider), tracer.provider),
+    TracedProvider(
+        captchaai_client(provider, connections=settings.policy.request_workers), tracer.provider
+    ),
     settings.policy,
     SolveTimes(default_seconds=settings.expected_solve_seconds),
     on_token_stored=token_stored(settings.table.token_lifetimes),
