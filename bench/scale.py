@@ -45,7 +45,7 @@ from bench.scale_model import (
 )
 from bench.template_facts import deployed_poller_settings
 from infra.chaos.kind_mix import KIND_MIX
-from infra.project_template import placeholder_environment
+from infra.project_template import parameter_default, placeholder_environment, project_template
 from pingback_guard.domain.task import CaptchaRequest, DeliveryPath, TaskResult
 from pingback_guard.kinds.json_fields import request_from_json
 from pingback_guard.kinds.registry import lifetime_seconds
@@ -111,6 +111,8 @@ class Row:
     hottest: PartitionLoad
     concurrency: dict[str, float]
     usd_per_million: float
+    route_shares: dict[str, float]
+    """Each API route throttle of the template: the row's requests a second over its rate."""
 
     @property
     def gives_out(self) -> list[str]:
@@ -124,6 +126,10 @@ class Row:
             f"Lambda concurrency ({self.concurrency['submit']:.0f} submits in flight of the"
             f" account's default {LAMBDA_ACCOUNT_CONCURRENCY})": self.concurrency["submit"]
             / LAMBDA_ACCOUNT_CONCURRENCY,
+        }
+        shares |= {
+            f"API Gateway route throttle {name} ({share:.0%} of it)": share
+            for name, share in self.route_shares.items()
         }
         passed = [name for name, share in sorted(shares.items(), key=lambda s: -s[1]) if share > 1]
         if self.lost:
@@ -297,7 +303,17 @@ class World:
                 "poller": 1.0,
             },
             usd_per_million=sum(cost_by_service(per_task.times(1_000_000), PRICES).values()),
+            route_shares={
+                # A submit is one request on a task route (POST /tasks or in.php).
+                "ApiThrottlingRateLimit": rate / _route_limit("ApiThrottlingRateLimit"),
+                "CallbackThrottlingRateLimit": pingbacks_per_second
+                / _route_limit("CallbackThrottlingRateLimit"),
+            },
         )
+
+
+def _route_limit(parameter: str) -> float:
+    return float(parameter_default(project_template(), parameter))
 
 
 def scale_outcome(rows: Sequence[Row]) -> SectionOutcome:
@@ -305,9 +321,7 @@ def scale_outcome(rows: Sequence[Row]) -> SectionOutcome:
     headlines = [
         Headline(
             f"{TARGET_RATE} tasks/s, every pingback lost 10 min: lost, token answer age p95",
-            "not run"
-            if target is None
-            else f"{target.lost} lost, p95 {_seconds(target.token_age_p95)}",
+            "not run" if target is None else _judged(target),
             f"0 lost, p95 < {TOKEN_AGE_TARGET_SECONDS:.0f} s, inside every limit",
             None if target is None else target.met,
         )
@@ -386,6 +400,11 @@ def scale_outcome(rows: Sequence[Row]) -> SectionOutcome:
             ]
         },
     )
+
+
+def _judged(row: Row) -> str:
+    figures = f"{row.lost} lost, p95 {_seconds(row.token_age_p95)}"
+    return f"{figures}; gives out: {row.gives_out[0]}" if row.gives_out else figures
 
 
 def _seconds(value: float | None) -> str:

@@ -26,6 +26,7 @@ def row(**changes: object) -> Row:
         hottest=PartitionLoad("due-shard-3", 900.0, PARTITION_WRITE_UNITS),
         concurrency={"submit": 65.0, "callback": 0.0, "poller": 1.0},
         usd_per_million=5.0,
+        route_shares={"ApiThrottlingRateLimit": 0.5, "CallbackThrottlingRateLimit": 0.0},
     )
     return dataclasses.replace(held, **changes)  # type: ignore[arg-type]
 
@@ -48,6 +49,10 @@ def test_a_row_inside_every_limit_with_fresh_tokens_is_met() -> None:
         (
             {"concurrency": {"submit": LAMBDA_ACCOUNT_CONCURRENCY + 1.0, "callback": 0.0}},
             "Lambda concurrency",
+        ),
+        (
+            {"route_shares": {"ApiThrottlingRateLimit": 2.0, "CallbackThrottlingRateLimit": 0.5}},
+            "ApiThrottlingRateLimit",
         ),
     ],
 )
