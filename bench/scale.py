@@ -1,9 +1,9 @@
 """Figure 9: where the nets stop keeping their promise as load grows.
 
-The stack's own rules on a fake clock (bench/scale_model.py): the submit's PendingTasks (each
-kind's first check), the callback's and the replay's result write (logic.results.store_result)
-and the real PollerService at the template's default parameters, invoked every minute as the
-schedule does, against a provider model (res.php 0.2-1 s, the simulator's solve times per kind,
+The stack's own services on a fake clock (bench/scale_model.py): SubmitService (in.php, then
+the task PENDING with each kind's first check), CallbackService (a pingback's result write, the
+replay's too) and PollerService at the template's default parameters, invoked every minute as
+the schedule does, against a provider model (res.php 0.2-1 s, the simulator's solve times per kind,
 results kept 600 s) and a table model charging DynamoDB's per-partition throughput. Tasks come
 at a steady rate in the chaos mix (infra/chaos/kind_mix.py). Two scenarios a rate: (a) 1% of
 pingbacks lost, for SUBMIT_SECONDS; (b) every pingback lost for OUTAGE_SECONDS, then delivered
@@ -49,11 +49,12 @@ from infra.project_template import parameter_default, placeholder_environment, p
 from pingback_guard.domain.task import CaptchaRequest, DeliveryPath, TaskResult
 from pingback_guard.kinds.json_fields import request_from_json
 from pingback_guard.kinds.registry import lifetime_seconds
+from pingback_guard.logic.callback import CallbackService
 from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService
-from pingback_guard.logic.results import store_result
-from pingback_guard.logic.submit import PendingTasks
+from pingback_guard.logic.submit import PendingTasks, SubmitService, issue_pingback
 from pingback_guard.settings import SubmitSettings
+from tests.fakes import FakeDeadLetterQueue
 
 KEY = "scale"
 TITLE = "9. Scale: the nets at 10, 100 and 1,000 tasks a second"
@@ -76,6 +77,8 @@ CALLBACK_SECONDS_EACH = 0.05
 LAMBDA_ACCOUNT_CONCURRENCY = 1000
 MEMORY_GB = 128 / 1024
 START = 1_800_000_000.0
+PUBLIC_BASE_URL = "https://pingbacks.example.test"
+CALLBACK_SECRET = "PgBenchScaleCallbackSecret00000000000001"
 
 
 @dataclass(frozen=True)
@@ -220,36 +223,34 @@ class World:
         randomness: random.Random,
     ) -> None:
         self._clock, self._provider, self._store = clock, provider, store
-        self._pending, self._scenario, self._random = pending, scenario, randomness
+        self._scenario, self._random = scenario, randomness
+        dead_letters = FakeDeadLetterQueue()
+        self._submits = SubmitService(store, provider, dead_letters, pending, sleep=clock.sleep)
+        self._callbacks = CallbackService(store, dead_letters)
         self.kind_of: dict[str, str] = {}
         self.pingbacks = 0
 
     def submitter(self, kind: str, request: CaptchaRequest) -> Callable[[float], None]:
         def submit(at: float) -> None:
-            task_id = self._provider.upload(request.method, at)
+            pingback = issue_pingback(PUBLIC_BASE_URL, CALLBACK_SECRET, at)
+            task_id = self._submits.submit(request, pingback).task_id
             self.kind_of[task_id] = kind
-            task = self._pending.new(task_id, request, nonce=f"n{task_id}", owner=None)
-            shift = at - task.submitted_at
-            self._store.record_submission(
-                dataclasses.replace(task, submitted_at=at, first_poll_at=task.first_poll_at + shift)
-            )
             lost = self._scenario.pingback_lost(at - START, self._random.random())
             if not lost:
                 finished = self._provider.tasks[task_id].finished_at
                 delay = self._random.uniform(*PINGBACK_DELAY_SECONDS)
-                self._clock.at(finished + delay, self._pingback(task_id))
+                self._clock.at(finished + delay, self._pingback(task_id, pingback.nonce))
 
         return submit
 
-    def _pingback(self, task_id: str) -> Callable[[float], None]:
+    def _pingback(self, task_id: str, nonce: str) -> Callable[[float], None]:
         def deliver(at: float) -> None:
             if task_id not in self._store.tasks:
                 return  # stored and gone: the table would answer DUPLICATE
             self.pingbacks += 1
             code = self._provider.tasks[task_id].code
-            store_result(
-                self._store,
-                TaskResult(task_id, code, DeliveryPath.CALLBACK, at, nonce=f"n{task_id}"),
+            self._callbacks.receive(
+                TaskResult(task_id, code, DeliveryPath.CALLBACK, at, nonce=nonce)
             )
 
         return deliver
