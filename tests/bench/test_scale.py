@@ -7,7 +7,13 @@ import dataclasses
 
 import pytest
 
-from bench.scale import LAMBDA_ACCOUNT_CONCURRENCY, TARGET_RATE, Row, scale_outcome
+from bench.scale import (
+    LAMBDA_ACCOUNT_CONCURRENCY,
+    SIZED_FOR_TARGET,
+    TARGET_RATE,
+    Row,
+    scale_outcome,
+)
 from bench.scale_model import PARTITION_WRITE_UNITS, PartitionLoad
 
 
@@ -15,6 +21,7 @@ def row(**changes: object) -> Row:
     held = Row(
         rate=TARGET_RATE,
         scenario="b",
+        sizing=SIZED_FOR_TARGET,
         sample=5,
         tasks=72_000,
         lost=0,
@@ -27,6 +34,7 @@ def row(**changes: object) -> Row:
         concurrency={"submit": 65.0, "callback": 0.0, "poller": 1.0},
         usd_per_million=5.0,
         route_shares={"ApiThrottlingRateLimit": 0.5, "CallbackThrottlingRateLimit": 0.0},
+        poller_cpu_busy=0.5,
     )
     return dataclasses.replace(held, **changes)  # type: ignore[arg-type]
 
@@ -43,7 +51,7 @@ def test_a_row_inside_every_limit_with_fresh_tokens_is_met() -> None:
 @pytest.mark.parametrize(
     ("changes", "gave_out"),
     [
-        ({"lost": 1}, "the poller's request ceiling"),
+        ({"lost": 1}, "the poller fell behind"),
         ({"res_limit_share": 1.01}, "res.php requests"),
         ({"hottest": PartitionLoad("due-shard-3", 1001.0, PARTITION_WRITE_UNITS)}, "due-shard-3"),
         (
@@ -54,6 +62,7 @@ def test_a_row_inside_every_limit_with_fresh_tokens_is_met() -> None:
             {"route_shares": {"ApiThrottlingRateLimit": 2.0, "CallbackThrottlingRateLimit": 0.5}},
             "ApiThrottlingRateLimit",
         ),
+        ({"poller_cpu_busy": 0.95}, "the poller's CPU"),
     ],
 )
 def test_a_row_past_a_limit_is_missed_and_says_what_gave_out(

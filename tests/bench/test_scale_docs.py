@@ -62,6 +62,7 @@ def test_the_route_throttles_it_names_are_the_templates() -> None:
     api = parameter_default(template, "ApiThrottlingRateLimit")
     callback = parameter_default(template, "CallbackThrottlingRateLimit")
     assert f"| {api} and {callback} a second |" in SCALE_DOC
+    assert f"the route throttles at {api} and {callback} a second" in " ".join(SCALE_DOC.split())
 
 
 def test_every_aws_quota_cites_its_aws_page() -> None:
@@ -75,8 +76,21 @@ def test_every_aws_quota_cites_its_aws_page() -> None:
 
 def test_the_readme_states_the_ceiling_at_the_defaults_and_how_to_raise_it() -> None:
     (paragraph,) = [p for p in README.split("\n\n") if "(docs/scale.md)" in p]
-    api = parameter_default(project_template(), "ApiThrottlingRateLimit")
+    template = project_template()
+    api = parameter_default(template, "ApiThrottlingRateLimit")
     assert f"`ApiThrottlingRateLimit` ({api}) admits {api} submits a" in paragraph
-    assert "about 100 tasks a second with every pingback lost" in paragraph
+    callback = parameter_default(template, "CallbackThrottlingRateLimit")
+    assert f"`CallbackThrottlingRateLimit` ({callback})" in paragraph
+    memory = template["Resources"]["PollerFunction"]["Properties"]["MemorySize"]
+    assert f"the poller's CPU at {memory} MB gives out" in " ".join(paragraph.split())
+    sized = scale.SIZED_FOR_TARGET.poller_memory_mb
+    assert f"`PollerFunction` at {sized:,} MB" in paragraph
     for setting in ("PollerRequestWorkers", "PollerMaxRequestsPerSweep"):
         assert f"`{setting}`" in paragraph
+
+
+def test_the_cpu_it_states_is_the_models() -> None:
+    text = " ".join(SCALE_DOC.split())
+    assert f"about {scale_model.REQUEST_CPU_SECONDS * 1000:.1f} ms of CPU" in text
+    assert f"{scale_model.WRITE_CPU_SECONDS * 1000:.1f} ms on a result write" in text
+    assert f"one vCPU at {scale_model.MB_PER_VCPU:,} MB" in text
