@@ -143,7 +143,6 @@ class ProviderModel:
         self.tasks: dict[str, ProviderTask] = {}
         self.uploads_by_second: Counter[int] = Counter()
         self.requests_by_second: Counter[int] = Counter()
-        self.checks_by_task: Counter[str] = Counter()
         self._lock = threading.Lock()
 
     def upload(self, method: str, at: float) -> str:
@@ -166,7 +165,6 @@ class ProviderModel:
         now = self._clock()
         with self._lock:
             self.requests_by_second[int(now)] += 1
-            self.checks_by_task.update(task_ids)
         return {task_id: classify_part(self._answer(task_id, now)) for task_id in task_ids}
 
     def _answer(self, task_id: str, now: float) -> str:

@@ -12,6 +12,9 @@ from bench.scale import (
     SIZED_FOR_TARGET,
     TARGET_RATE,
     Row,
+    Scenario,
+    default_sizing,
+    run_row,
     scale_outcome,
 )
 from bench.scale_model import PARTITION_WRITE_UNITS, PartitionLoad
@@ -84,3 +87,13 @@ def test_the_worst_limit_is_named_first() -> None:
         hottest=PartitionLoad("due-shard-1", 1100.0, PARTITION_WRITE_UNITS),
     )
     assert both.gives_out[0].startswith("res.php requests")
+
+
+def test_the_model_runs_the_stacks_services_to_every_tasks_end() -> None:
+    """A minute of 10 tasks a second with every pingback lost: the real submit, poller and
+    table model store every answer, each after the provider solved it."""
+    minute = Scenario("b", "every pingback lost", 60.0)
+    ran = run_row(10, minute, default_sizing())
+    assert (ran.tasks, ran.lost) == (600, 0)
+    assert ran.token_age_p95 is not None and ran.token_age_p95 > 0
+    assert ran.res_requests_per_second > 0 and ran.table_requests_per_task > 1
