@@ -27,6 +27,9 @@ from bench.outcome import FAILED, SectionOutcome, one_line
 from bench.poller_reads import measure_poller_reads
 from bench.report import RunInfo, markdown_report, results_document
 from bench.res_requests import measure_res_requests
+from bench.scale import KEY as SCALE
+from bench.scale import TITLE as SCALE_TITLE
+from bench.scale import measure_scale
 from bench.table_paths import PathMeasurements, measure_paths, table_paths_outcome
 from bench.task_cost import KEY as TASK_COST
 from bench.task_cost import TITLE as TASK_COST_TITLE
@@ -61,6 +64,7 @@ def sections() -> list[Section]:
         ("cost", "5. Cost per million tasks", lambda: cost_outcome(paths.get())),
         ("freshness", "6. Freshness and its checking cost", measure_freshness),
         (KINDS, KINDS_TITLE, measure_kind_freshness),
+        (SCALE, SCALE_TITLE, measure_scale),
     ]
 
 

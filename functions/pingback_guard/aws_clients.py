@@ -19,7 +19,7 @@ from botocore.config import Config
 
 from pingback_guard.domain.errors import SecretUnavailableError
 from pingback_guard.logic.pingback_secrets import CallbackSecrets
-from pingback_guard.settings import CallbackSecretSettings
+from pingback_guard.settings import CallbackSecretSettings, StoreCallSettings
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -33,8 +33,18 @@ FAST_AWS_CONFIG = Config(
 )
 
 
-def dynamodb_client() -> DynamoDBClient:
-    return boto3.client("dynamodb", config=FAST_AWS_CONFIG)
+def dynamodb_client(config: Config = FAST_AWS_CONFIG) -> DynamoDBClient:
+    return boto3.client("dynamodb", config=config)
+
+
+def bounded_config(calls: StoreCallSettings) -> Config:
+    """A client whose every request ends within ``calls.bound_seconds``, retries included
+    (standard mode: https://docs.aws.amazon.com/boto3/latest/guide/retries.html)."""
+    return Config(
+        connect_timeout=calls.connect_timeout_seconds,
+        read_timeout=calls.read_timeout_seconds,
+        retries={"mode": "standard", "total_max_attempts": calls.max_attempts},
+    )
 
 
 def sqs_client() -> SQSClient:

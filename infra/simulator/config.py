@@ -11,11 +11,14 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+
+from infra.simulator.randomness import SharedRandom
 
 PINGBACK_METHODS: Final = ("get", "post", "mixed")
 SOLVE_TIME_KINDS: Final = ("lognormal", "uniform")
@@ -62,6 +65,13 @@ class SolveTimeDistribution:
     @classmethod
     def from_mapping(cls, values: Mapping[str, object]) -> SolveTimeDistribution:
         return dataclasses.replace(cls(), **_parse_fields(values, _SOLVE_TIME_FIELDS, "solve_time"))
+
+    def draw(self, randomness: SharedRandom) -> float:
+        """One task's solve time, in nominal seconds."""
+        if self.kind == "uniform":
+            return randomness.uniform(self.min_seconds, self.max_seconds)
+        drawn = randomness.lognormal(math.log(self.median_seconds), self.sigma)
+        return min(max(drawn, self.min_seconds), self.max_seconds)
 
 
 @dataclass(frozen=True)

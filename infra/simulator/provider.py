@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -190,11 +189,7 @@ class Provider:
         return task
 
     def _draw_solve_seconds(self) -> float:
-        distribution = self._config.solve_time
-        if distribution.kind == "uniform":
-            return self._random.uniform(distribution.min_seconds, distribution.max_seconds)
-        drawn = self._random.lognormal(math.log(distribution.median_seconds), distribution.sigma)
-        return min(max(drawn, distribution.min_seconds), distribution.max_seconds)
+        return self._config.solve_time.draw(self._random)
 
     def _draw_pingback_method(self) -> str:
         if self._config.pingback_method == "mixed":

@@ -1,7 +1,7 @@
 """The chaos verdict's "written more than once" check reads the calls the functions made and picks
 the result writes out by their UpdateExpression text. These tests feed it the calls the real
 store makes (on moto, accounted by the local stack's own botocore hooks), so a change to
-data/dynamodb.py's expressions that the markers no longer match fails here, not silently in a
+data/results.py's expressions that the markers no longer match fails here, not silently in a
 chaos run that finds nothing."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pingback_guard.data import dynamodb as dynamodb_module
+from pingback_guard.data import due_index as due_index_module
 from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.task import (
     DeliveryPath,
@@ -255,7 +255,7 @@ def test_concurrent_writers_exactly_one_result_is_stored(store: TaskStore) -> No
 
 
 def test_due_query_follows_pagination(dynamo_store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dynamodb_module, "QUERY_PAGE_SIZE", 2)
+    monkeypatch.setattr(due_index_module, "QUERY_PAGE_SIZE", 2)
     for n in range(25):
         submit(dynamo_store, str(4000 + n))
     due = dynamo_store.due_tasks(now=5000.0, limit=100)
@@ -705,3 +705,15 @@ def test_a_smoke_task_lives_one_retention_window(dynamo_store: Any, dynamodb: An
         TableName="pingback-guard-tasks-test", Key={"task_id": {"S": "90000000000000000006"}}
     )
     assert int(raw["Item"]["expires_at"]["N"]) == 1000 + 600
+
+
+def test_a_backlog_beyond_the_limit_yields_the_most_overdue_whatever_their_shard(
+    store: TaskStore,
+) -> None:
+    """Forty tasks over the index's shards, each due a second after the previous one: a read of
+    five returns the five most overdue, oldest first, not the first shard's five."""
+    due_at = {str(5000 + n): 2000.0 + n for n in range(40)}
+    for task_id, first_poll in reversed(list(due_at.items())):
+        submit(store, task_id, first_poll=first_poll)
+    due = store.due_tasks(now=9000.0, limit=5)
+    assert [task.task_id for task in due] == [str(5000 + n) for n in range(5)]

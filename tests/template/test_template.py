@@ -100,6 +100,7 @@ FUNCTION_ENV = {
         "POLL_BACKOFF_BASE_SECONDS",
         "POLL_BACKOFF_MAX_SECONDS",
         "POLLER_MAX_REQUESTS_PER_SWEEP",
+        "POLLER_REQUEST_WORKERS",
     },
 }
 
@@ -909,7 +910,8 @@ def test_required_parameters_and_defaults(template: dict[str, Any]) -> None:
         "RetentionSeconds": 600,
         "PollBackoffBaseSeconds": 5,
         "PollBackoffMaxSeconds": 60,
-        "PollerMaxRequestsPerSweep": "50",
+        "PollerMaxRequestsPerSweep": "500",
+        "PollerRequestWorkers": "64",
         "ProviderBaseUrl": "https://ocr.captchaai.com",
         "ProviderApiKeyParameterName": "/pingback-guard/provider-api-key",
         "ProviderBatchIds": "true",
@@ -1098,6 +1100,7 @@ def test_every_function_has_parameterised_reserved_concurrency(
 
 INTEGER_PARAMETERS = {
     "PollerMaxRequestsPerSweep": (1, 1000),
+    "PollerRequestWorkers": (1, 128),
     "MaxReceiveCount": (1, 1000),
     "DueShards": (1, 64),
     "ResultTtlDays": (1, 365),

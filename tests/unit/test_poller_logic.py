@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from pingback_guard.domain.errors import ProviderAccountError, ProviderRetryableError
+from pingback_guard.domain.lease import PollerLease
 from pingback_guard.domain.task import (
     CaptchaRequest,
     DeliveryPath,
@@ -368,7 +369,7 @@ def test_the_deadline_is_checked_before_each_task_of_an_answered_batch(
     # Given one ids= request answered three tokens, and time runs out after two slow writes
     pending(store, "1", "2", "3")
     provider = FakeProvider(answers={"1": TOKEN, "2": TOKEN, "3": TOKEN})
-    remaining = iter([60.0, 60.0, 60.0, 5.0])
+    remaining = iter([60.0, 60.0, 60.0, 60.0, 5.0])
 
     report = poller(store, provider).sweep(
         now=SUBMITTED + 130, remaining_seconds=lambda: next(remaining)
@@ -784,3 +785,76 @@ def test_a_sweep_out_of_budget_asks_for_the_most_overdue_tasks_first_whatever_th
     report = poller(store, provider, policy).sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
 
     assert sorted(provider.requests) == [["old-1"], ["old-2"]] and report.budget_exhausted == 1
+
+
+class SlowStore(InMemoryTaskStore):
+    """A table that answers every request the poller makes after ``seconds`` on the fake clock
+    (the soak's moto under load), recording when each call ended."""
+
+    def __init__(self, moments: list[float], seconds: float) -> None:
+        super().__init__()
+        self.moments, self.seconds, self.ended = moments, seconds, list[float]()
+
+    def _slow(self) -> None:
+        self.moments.append(self.moments[-1] + self.seconds)
+        self.ended.append(self.moments[-1])
+
+    def due_tasks(self, now: float, limit: int) -> list[DueTask]:
+        self._slow()
+        return super().due_tasks(now, limit)
+
+    def next_due_at(self, after: float, until: float) -> float | None:
+        self._slow()
+        return super().next_due_at(after, until)
+
+    def reschedule_poll(
+        self, task_id: str, due_at: float, poll_attempts: int, last_checked_at: float | None = None
+    ) -> bool:
+        self._slow()
+        return super().reschedule_poll(task_id, due_at, poll_attempts, last_checked_at)
+
+    def acquire_poller_lease(self, holder: str, now: float, until: float) -> PollerLease:
+        self._slow()
+        return super().acquire_poller_lease(holder, now, until)
+
+    def release_poller_lease(
+        self,
+        holder: str,
+        now: float,
+        solve_samples: dict[str, list[float]],
+        busy_at: float | None = None,
+    ) -> None:
+        self._slow()
+        super().release_poller_lease(holder, now, solve_samples, busy_at)
+
+
+def test_a_slow_table_never_runs_the_invocation_past_its_deadline() -> None:
+    """Given a table taking 13 s, its client's whole bound, on every request, when an invocation
+    of 70 s sweeps tasks that stay not ready, then every call, the last next-check writes and
+    the lease's release included, ends before the Lambda deadline, and the lease is released."""
+    request_seconds = 13.0
+    moments = [SUBMITTED + 20]
+    store = SlowStore(moments, request_seconds)
+    pending(store, *[str(n) for n in range(1, 7)], first_poll=SUBMITTED + 20)
+    policy = dataclasses.replace(
+        UNIT_POLL_POLICY,
+        run_seconds=55,
+        backoff_base_seconds=5,
+        store_call_seconds=request_seconds,
+        deadline_margin_seconds=max(10.0, 2 * request_seconds),
+    )
+    service = PollerService(
+        store,
+        FakeProvider(),
+        policy,
+        SolveTimes(default_seconds=20),
+        clock=lambda: moments[-1],
+        sleep=lambda seconds: moments.append(moments[-1] + seconds),
+    )
+    deadline = moments[0] + 70
+
+    service.run(remaining_seconds=lambda: deadline - moments[-1])
+
+    assert max(store.ended) <= deadline
+    released_at = store.lease["until"]
+    assert isinstance(released_at, float) and released_at < deadline  # not left to expire

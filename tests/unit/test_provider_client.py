@@ -19,6 +19,7 @@ from pingback_guard.domain.errors import (
 )
 from pingback_guard.provider.answers import AnswerKind
 from pingback_guard.provider.captchaai import CaptchaAiClient, RetryPolicy
+from pingback_guard.provider.configured_client import pooled_session
 from tests.fakes import ODD_BUT_REAL_ANSWERS, token_request
 
 API_KEY = "0123456789abcdef0123456789abcdef"
@@ -282,3 +283,10 @@ def test_an_answer_sent_as_a_json_object_is_kept_as_its_json_text() -> None:
     client, _ = client_with([reply({"status": 1, "request": geetest})])
     got = client.get_results(["11"])["11"]
     assert got.kind is AnswerKind.READY and json.loads(got.value) == geetest
+
+
+def test_the_pollers_session_keeps_a_connection_for_each_request_in_flight() -> None:
+    """requests keeps 10 connections a host by default: a poller with 64 requests in flight
+    would open and drop a connection (a TLS handshake) for each one beyond them."""
+    adapter = pooled_session(64).get_adapter("https://ocr.captchaai.com/res.php")
+    assert adapter.poolmanager.connection_pool_kw["maxsize"] == 64  # type: ignore[attr-defined]

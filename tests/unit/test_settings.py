@@ -159,3 +159,30 @@ def test_loopback_pingbacks_fail_the_cold_start_outside_a_local_run(function: st
     with pytest.raises(ConfigurationError, match="ALLOW_LOOPBACK_PINGBACKS"):
         read(on_aws)
     assert read({**on_aws, "AWS_ENDPOINT_URL": "http://127.0.0.1:5000"}) is True
+
+
+def test_every_poller_call_is_bounded_by_its_clients_timeouts_and_retries() -> None:
+    """At the template's values a table request takes at most 1 + 3 s (one attempt) and a
+    res.php request 1 + 5 s: the deadline check leaves 6 s for the call in progress."""
+    settings = PollerSettings.from_env(POLLER)
+    assert settings.store_calls.bound_seconds == 4
+    assert settings.policy.store_call_seconds == 4
+    assert settings.policy.slowest_call_seconds == 6
+    # Two more attempts add each attempt's timeouts and the waits before them: 1 + 5, 2 + 5 s.
+    retried = PollerSettings.from_env({**POLLER, "POLLER_STORE_MAX_ATTEMPTS": "3"})
+    assert retried.store_calls.bound_seconds == 3 * 4 + 6 + 7
+
+
+def test_a_deadline_margin_without_room_for_two_slow_store_calls_is_raised_with_a_warning() -> None:
+    settings = PollerSettings.from_env({**POLLER, "POLLER_STORE_READ_TIMEOUT_SECONDS": "9"})
+    clamped, warnings = clamped_poller_settings(settings)
+    assert clamped.policy.deadline_margin_seconds == 20
+    assert len(warnings) == 1 and "POLLER_DEADLINE_MARGIN_SECONDS" in warnings[0]
+
+
+def test_the_poller_has_as_many_res_php_requests_in_flight_as_the_template_says() -> None:
+    assert PollerSettings.from_env(POLLER).policy.request_workers == 64
+    fewer = PollerSettings.from_env({**POLLER, "POLLER_REQUEST_WORKERS": "8"})
+    assert fewer.policy.request_workers == 8
+    with pytest.raises(ConfigurationError, match="POLLER_REQUEST_WORKERS"):
+        PollerSettings.from_env({**POLLER, "POLLER_REQUEST_WORKERS": "129"})

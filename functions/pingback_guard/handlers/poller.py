@@ -29,7 +29,9 @@ for setting_warning in setting_warnings:
 provider = settings.provider
 
 
-store = DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table)
+store = DynamoDbTaskStore(
+    aws_clients.dynamodb_client(aws_clients.bounded_config(settings.store_calls)), settings.table
+)
 
 
 class SweepMetrics:
@@ -50,7 +52,9 @@ class SweepMetrics:
 
 service = PollerService(
     store,
-    TracedProvider(captchaai_client(provider), tracer.provider),
+    TracedProvider(
+        captchaai_client(provider, connections=settings.policy.request_workers), tracer.provider
+    ),
     settings.policy,
     SolveTimes(default_seconds=settings.expected_solve_seconds),
     on_token_stored=token_stored(settings.table.token_lifetimes),

@@ -194,10 +194,18 @@ class PollPolicy:
     batch_probe_seconds: float
     # Below botocore's connection pool (10), so no write waits for a connection.
     store_writers: int = 8
-    # res.php requests in flight at once (requests' pool keeps 10 connections per host). 2captcha's
-    # rules limit checks per task, not requests at once; four keep a sweep of one-id requests
-    # (images, GeeTest) within a minute at a second a request.
+    # res.php requests in flight at once (the provider client keeps as many connections). 2captcha's
+    # rules limit checks per task, not requests at once; one-id requests (images, GeeTest) at up to
+    # a second each need many in flight under load (PollerRequestWorkers).
     request_workers: int = 4
+    # The slowest one DynamoDB request and one res.php request may take (settings derive them
+    # from the clients' timeouts and retries): a call starts only with that much time left.
+    store_call_seconds: float = 0.0
+    provider_call_seconds: float = 0.0
+
+    @property
+    def slowest_call_seconds(self) -> float:
+        return max(self.store_call_seconds, self.provider_call_seconds)
 
     @property
     def schedule(self) -> CheckSchedule:

@@ -9,6 +9,12 @@ whose pingback arrives meanwhile costs no write at all (a due-index move is thre
 Up to `request_workers` res.php requests are in flight at once, and the answers of one request are
 written by up to `store_writers` threads at once: each is one conditional write, and on a slow
 table a sweep writing them in a row ran out of time.
+
+A check of the deadline cannot stop a call in progress, so every store and res.php call is
+bounded (the clients' timeouts and retries, PollPolicy.slowest_call_seconds) and starts only with
+time for the slowest one left before the margin; the margin holds the last next-check writes and
+the lease's release, each a bounded store call (the soak's invocations ran into their timeout
+when the table answered slowly).
 """
 
 from __future__ import annotations
@@ -166,7 +172,7 @@ class PollerService:
                 if report.account_error or report.stopped_early:
                     return report
                 next_sweep = now + self._policy.sweep_interval_seconds
-                if next_sweep > stop_at or not self._work_ahead(report, stop_at):
+                if next_sweep > stop_at or not self._work_ahead(report, stop_at, remaining_seconds):
                     return report
                 self._sleep(max(0.0, next_sweep - self._clock()))
         except StoreError:
@@ -176,7 +182,9 @@ class PollerService:
             self._write_plans(report, remaining_seconds)
             self._release_lease(holder)
 
-    def _work_ahead(self, swept: SweepReport, stop_at: float) -> bool:
+    def _work_ahead(
+        self, swept: SweepReport, stop_at: float, remaining_seconds: Callable[[], float]
+    ) -> bool:
         """Sweep on? Once this invocation has had work, to its end: a task submitted meanwhile
         (a busy stack's next one) is then checked when due, not at the next scheduled minute.
         So does an idle one while the stack had work within KEEP_SWEEPING_AFTER_WORK_SECONDS
@@ -187,12 +195,16 @@ class PollerService:
             return True
         if self._busy_at is not None and now - self._busy_at < KEEP_SWEEPING_AFTER_WORK_SECONDS:
             return True
+        if self._time_left(remaining_seconds) <= 0:
+            return False
         # Overdue tasks count too: a sweep out of budget leaves them for the next one.
         return self._store.next_due_at(0.0, stop_at) is not None
 
     def sweep(self, now: float, remaining_seconds: Callable[[], float]) -> SweepReport:
         """Poll due PENDING tasks until done, out of request budget or out of time."""
         report = SweepReport(sweeps=1)
+        if not self._may_call(remaining_seconds, report):
+            return report
         try:
             due, waiting = self._due(now)
         except StoreError:
@@ -201,7 +213,7 @@ class PollerService:
         report.due = len(due)
         pending = [task for task in due if not self._deferred(task, now, report)]
         batched = sum(not polled_alone(task.method) for task in pending)
-        pending += self._riders(now, batched, waiting)
+        pending += self._riders(now, batched, waiting, remaining_seconds)
         self._ask_all(self._requests_for(pending, now), now, remaining_seconds, report)
         return report
 
@@ -245,6 +257,9 @@ class PollerService:
         if report.requests >= self._policy.max_requests_per_sweep:
             report.budget_exhausted += 1
             return False
+        return self._may_call(remaining_seconds, report)
+
+    def _may_call(self, remaining_seconds: Callable[[], float], report: SweepReport) -> bool:
         if self._time_left(remaining_seconds) <= 0:
             report.stopped_early = True
             return False
@@ -293,14 +308,20 @@ class PollerService:
         current = [plans.get(task.task_id, task) for task in found]
         return [task for task in current if task.due_at <= now][:limit], list(plans.values())
 
-    def _riders(self, now: float, requested: int, planned: Sequence[DueTask]) -> list[DueTask]:
+    def _riders(
+        self,
+        now: float,
+        requested: int,
+        planned: Sequence[DueTask],
+        remaining_seconds: Callable[[], float],
+    ) -> list[DueTask]:
         """Tasks not due yet (their next check held in memory, or their first one ahead) that
         may fill the room left in the ids= requests made for ``requested`` due tasks: checked at
         no request of their own. A kind polled one id per request never rides: its early check
         would be a request of its own (GeeTest cost two more requests a task that way)."""
         size = self._policy.ids_per_request if now >= self._batching_paused_until else 1
         room = -requested % size if requested else 0
-        if not room:
+        if not room or self._time_left(remaining_seconds) <= 0:
             return []
         planned_ids = {task.task_id for task in planned}
         ahead = [
@@ -332,11 +353,16 @@ class PollerService:
             self._plans.pop(task_id, None)
 
     def _write_plans(self, report: SweepReport, remaining_seconds: Callable[[], float]) -> None:
-        """Until half the deadline margin is left (the rest releases the lease): a plan not
-        written leaves its task due at its older time, checked again sooner."""
+        """Each write only with time for it and half the deadline margin left (the rest releases
+        the lease): a plan not written leaves its task due at its older time, checked again
+        sooner."""
         plans, self._plans = self._plans or {}, None
+        policy = self._policy
         for written, task in enumerate(plans.values()):
-            if remaining_seconds() <= self._policy.deadline_margin_seconds / 2:
+            if (
+                remaining_seconds() - policy.store_call_seconds
+                <= policy.deadline_margin_seconds / 2
+            ):
                 report.plans_left_due += len(plans) - written
                 return
             try:
@@ -347,7 +373,9 @@ class PollerService:
                 report.store_errors += 1  # the task stays due: it is checked again sooner
 
     def _time_left(self, remaining_seconds: Callable[[], float]) -> float:
-        return remaining_seconds() - self._policy.deadline_margin_seconds
+        """Time left to start a call: the slowest one ends before the deadline margin."""
+        policy = self._policy
+        return remaining_seconds() - policy.deadline_margin_seconds - policy.slowest_call_seconds
 
     def _requests_for(self, tasks: Sequence[DueTask], now: float) -> list[list[DueTask]]:
         """ids= batches of the kinds whose answers never hold '|'; every other task alone. The
@@ -513,6 +541,8 @@ class PollerService:
     ) -> bool:
         """One sweeper at a time. A predecessor about to stop is waited for, once."""
         time_left = self._time_left(remaining_seconds)
+        if not self._may_call(remaining_seconds, report):
+            return False
         try:
             lease = self._store.acquire_poller_lease(holder, self._clock(), lease_until)
             wait = lease.held_until - self._clock()

@@ -1,0 +1,83 @@
+"""The poller's lease: one item that says who sweeps until when, and keeps what the poller
+learned (solve-time samples, when it last had a task to check) between invocations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+
+from pingback_guard.data.dynamodb_table import (
+    NON_TASK_KEY_PREFIX,
+    ConditionRefused,
+    ItemTable,
+    float_or_none,
+    item_to_python,
+    values,
+)
+from pingback_guard.domain.lease import PollerLease
+
+POLLER_LEASE_KEY = NON_TASK_KEY_PREFIX + "poller-lease"
+
+
+class PollerLeases:
+    def __init__(self, table: ItemTable) -> None:
+        self._table = table
+
+    def acquire_poller_lease(self, holder: str, now: float, until: float) -> PollerLease:
+        try:
+            answer = self._table.call(
+                "UpdateItem",
+                self._table.client.update_item,
+                TableName=self._table.name,
+                Key={"task_id": {"S": POLLER_LEASE_KEY}},
+                UpdateExpression="SET holder = :holder, lease_until = :until",
+                ConditionExpression="attribute_not_exists(lease_until) OR lease_until <= :now",
+                ExpressionAttributeValues=values(holder=holder, until=until, now=now),
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ConditionRefused as refused:
+            held = float_or_none((refused.old_item or {}).get("lease_until"))
+            return PollerLease(acquired=False, held_until=held if held is not None else until)
+        item = item_to_python(answer.get("Attributes", {}))
+        return PollerLease(
+            True,
+            until,
+            _solve_samples(item.get("solve_samples")),
+            float_or_none(item.get("busy_at")),
+        )
+
+    def release_poller_lease(
+        self,
+        holder: str,
+        now: float,
+        solve_samples: dict[str, list[float]],
+        busy_at: float | None = None,
+    ) -> None:
+        kept = {"now": now, "samples": solve_samples}
+        update = "SET lease_until = :now, solve_samples = :samples"
+        if busy_at is not None:
+            kept["busy"] = busy_at
+            update += ", busy_at = :busy"
+        try:
+            self._table.call(
+                "UpdateItem",
+                self._table.client.update_item,
+                TableName=self._table.name,
+                Key={"task_id": {"S": POLLER_LEASE_KEY}},
+                UpdateExpression=update,
+                ConditionExpression="holder = :holder",
+                ExpressionAttributeValues=values(holder=holder, **kept),
+            )
+        except ConditionRefused:
+            return
+
+
+def _solve_samples(raw: object) -> dict[str, list[float]]:
+    if not isinstance(raw, Mapping):
+        return {}
+    return {
+        str(method): [float(value) for value in samples if isinstance(value, Decimal | int)]
+        for method, samples in raw.items()
+        if isinstance(samples, list)
+    }

@@ -1,0 +1,96 @@
+"""docs/scale.md cannot drift from the benchmark it reports (bench section 9) or from the
+template whose ceiling it states: the model's figures, the defaults it names and the poller's
+request ceiling are read here from the code, and every AWS quota it tables cites AWS's page."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bench import scale, scale_model
+from infra.project_template import parameter_default, project_template
+
+ROOT = Path(__file__).resolve().parents[2]
+SCALE_DOC = (ROOT / "docs" / "scale.md").read_text()
+README = (ROOT / "README.md").read_text()
+
+
+def thousands(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def test_the_models_figures_are_the_benchmarks() -> None:
+    low, high = scale_model.RES_LATENCY_SECONDS
+    assert f"`res.php` answers in {low:g}-{high:g} s" in SCALE_DOC
+    assert f"kept {scale_model.RETENTION_SECONDS:.0f} s after they are solved" in SCALE_DOC
+    rule = f"{scale_model.RES_PER_UPLOAD} x uploads + {scale_model.RES_ALLOWANCE}"
+    assert rule in SCALE_DOC
+    partition = (
+        f"{thousands(scale_model.PARTITION_WRITE_UNITS)} write /"
+        f" {thousands(scale_model.PARTITION_READ_UNITS)}\n  read units"
+    )
+    assert partition in SCALE_DOC
+    new_table = (
+        f"{thousands(scale_model.NEW_TABLE_WRITE_UNITS)} write /\n  "
+        f"{thousands(scale_model.NEW_TABLE_READ_UNITS)} read units"
+    )
+    assert new_table in SCALE_DOC
+    assert f"rows above {scale.SIMULATED_RATE} tasks a second run a slice" in SCALE_DOC
+
+
+@pytest.mark.parametrize(
+    "parameter", ["PollerRequestWorkers", "PollerMaxRequestsPerSweep", "DueShards"]
+)
+def test_the_defaults_it_states_are_the_templates(parameter: str) -> None:
+    default = parameter_default(project_template(), parameter)
+    assert f"`{parameter}` {default}" in SCALE_DOC
+
+
+def test_the_ceiling_it_states_is_what_one_poller_may_ask() -> None:
+    """At most PollerMaxRequestsPerSweep a sweep, one sweep every PollSweepIntervalSeconds."""
+    template = project_template()
+    per_sweep = int(parameter_default(template, "PollerMaxRequestsPerSweep"))
+    interval = float(parameter_default(template, "PollSweepIntervalSeconds"))
+    stated = re.search(r"checks about (\d+)-(\d+) requests a\s+second", SCALE_DOC)
+    assert stated is not None and int(stated.group(2)) == per_sweep / interval
+
+
+def test_the_route_throttles_it_names_are_the_templates() -> None:
+    template = project_template()
+    api = parameter_default(template, "ApiThrottlingRateLimit")
+    callback = parameter_default(template, "CallbackThrottlingRateLimit")
+    assert f"| {api} and {callback} a second |" in SCALE_DOC
+    assert f"the route throttles at {api} and {callback} a second" in " ".join(SCALE_DOC.split())
+
+
+def test_every_aws_quota_cites_its_aws_page() -> None:
+    table = SCALE_DOC.split("## AWS quotas on the path")[1]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    quota_rows = [row for row in rows[1:] if "(this stack)" not in row]
+    assert len(quota_rows) >= 10
+    for row in quota_rows:
+        assert re.search(r"\| https://docs\.aws\.amazon\.com/\S+ \|$", row), row
+
+
+def test_the_readme_states_the_ceiling_at_the_defaults_and_how_to_raise_it() -> None:
+    (paragraph,) = [p for p in README.split("\n\n") if "(docs/scale.md)" in p]
+    template = project_template()
+    api = parameter_default(template, "ApiThrottlingRateLimit")
+    assert f"`ApiThrottlingRateLimit` ({api}) admits {api} submits a" in paragraph
+    callback = parameter_default(template, "CallbackThrottlingRateLimit")
+    assert f"`CallbackThrottlingRateLimit` ({callback})" in paragraph
+    memory = template["Resources"]["PollerFunction"]["Properties"]["MemorySize"]
+    assert f"the poller's CPU at {memory} MB gives out" in " ".join(paragraph.split())
+    sized = scale.SIZED_FOR_TARGET.poller_memory_mb
+    assert f"`PollerFunction` at {sized:,} MB" in paragraph
+    for setting in ("PollerRequestWorkers", "PollerMaxRequestsPerSweep"):
+        assert f"`{setting}`" in paragraph
+
+
+def test_the_cpu_it_states_is_the_models() -> None:
+    text = " ".join(SCALE_DOC.split())
+    assert f"about {scale_model.REQUEST_CPU_SECONDS * 1000:.1f} ms of CPU" in text
+    assert f"{scale_model.WRITE_CPU_SECONDS * 1000:.1f} ms on a result write" in text
+    assert f"one vCPU at {scale_model.MB_PER_VCPU:,} MB" in text
