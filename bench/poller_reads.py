@@ -25,7 +25,8 @@ from bench.provider import TYPICAL_TOKEN_BYTES
 from bench.template_facts import index_attributes, new_task_store, template_facts
 from infra.moto_atomic import make_dynamodb_writes_atomic
 from infra.project_template import parameter_default, project_template
-from pingback_guard.data.dynamodb import DynamoDbTaskStore, due_shard_of
+from pingback_guard.data.due_index import due_shard_of
+from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.task import (
     CaptchaRequest,
     DeliveryPath,

@@ -3,11 +3,9 @@ items are not tasks."""
 
 from infra.chaos import checker
 from infra.chaos.checker import table_items, table_requests_by_call
-from pingback_guard.data.dynamodb import (
-    NON_TASK_KEY_PREFIX,
-    PINGBACK_URL_KEY_PREFIX,
-    POLLER_LEASE_KEY,
-)
+from pingback_guard.data.capabilities import PINGBACK_URL_KEY_PREFIX
+from pingback_guard.data.dynamodb_table import NON_TASK_KEY_PREFIX
+from pingback_guard.data.poller_lease import POLLER_LEASE_KEY
 
 
 def test_items_that_are_not_tasks_are_not_counted() -> None:

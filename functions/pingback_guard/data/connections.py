@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pingback_guard.data.dynamodb import ConditionRefused, dynamodb_call
+from pingback_guard.data.dynamodb_table import ConditionRefused, dynamodb_call
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

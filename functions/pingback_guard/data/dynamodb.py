@@ -10,15 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pingback_guard.data.capabilities import PINGBACK_URL_KEY_PREFIX, PingbackUrls
-from pingback_guard.data.due_index import DueIndex, due_shard_of
-from pingback_guard.data.dynamodb_table import (
-    NON_TASK_KEY_PREFIX,
-    ConditionRefused,
-    ItemTable,
-    dynamodb_call,
-)
-from pingback_guard.data.poller_lease import POLLER_LEASE_KEY, PollerLeases
+from pingback_guard.data.capabilities import PingbackUrls
+from pingback_guard.data.due_index import DueIndex
+from pingback_guard.data.dynamodb_table import ItemTable
+from pingback_guard.data.poller_lease import PollerLeases
 from pingback_guard.data.reports import ReportRecords
 from pingback_guard.data.results import ResultRecords
 from pingback_guard.data.tasks import TaskRecords
@@ -41,17 +36,6 @@ from pingback_guard.settings import TableSettings
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
-
-# Where callers found them before the split.
-__all__ = [
-    "NON_TASK_KEY_PREFIX",
-    "PINGBACK_URL_KEY_PREFIX",
-    "POLLER_LEASE_KEY",
-    "ConditionRefused",
-    "DynamoDbTaskStore",
-    "due_shard_of",
-    "dynamodb_call",
-]
 
 
 class DynamoDbTaskStore:

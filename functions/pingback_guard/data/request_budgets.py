@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pingback_guard.data.dynamodb import ConditionRefused, dynamodb_call
+from pingback_guard.data.dynamodb_table import ConditionRefused, dynamodb_call
 from pingback_guard.domain.request_budgets import BalanceReading, RequestLimits
 
 if TYPE_CHECKING:
