@@ -97,7 +97,7 @@ def _resolved(
 ) -> str | None:
     if isinstance(value, str | int | float):
         return str(value)
-    if isinstance(value, Mapping) and set(value) == {"Fn::Sub"} and isinstance(value["Fn::Sub"], str):
+    if isinstance(value, Mapping) and isinstance(value.get("Fn::Sub"), str) and len(value) == 1:
         return _substituted(template, value["Fn::Sub"], physical_ids, region)
     if isinstance(value, Mapping) and set(value) == {"Ref"}:
         name = value["Ref"]

@@ -24,7 +24,7 @@ def submit_service(settings: SubmitSettings, pingbacks: PingbackIssuer) -> Submi
     return SubmitService(
         DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
         captchaai_client(settings.provider),
-        SqsDeadLetterQueue(aws_clients.sqs_client(), settings.dead_letter_queue_url),
+        SqsDeadLetterQueue(aws_clients.sqs_client_on_first_use(), settings.dead_letter_queue_url),
         pingbacks.pending,
         on_provisional_discarded=count_provisional_discarded,
         on_registration_replaced=count_registration_replaced,

@@ -174,8 +174,8 @@ class PushChannel:
             finally:
                 self._set_connection(None)
                 self._attempted.set()
-            step = len(_RECONNECT_SECONDS) - 1 if self.refused else min(failures, len(_RECONNECT_SECONDS) - 1)
-            pause = _RECONNECT_SECONDS[step]
+            longest = len(_RECONNECT_SECONDS) - 1
+            pause = _RECONNECT_SECONDS[longest if self.refused else min(failures, longest)]
             failures += 1
             self._closed.wait(pause)
 
