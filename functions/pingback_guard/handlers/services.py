@@ -14,8 +14,11 @@ from pingback_guard.observability import (
     count_provisional_discarded,
     count_registration_replaced,
 )
-from pingback_guard.provider.captchaai import RetryPolicy
-from pingback_guard.provider.configured_client import captchaai_client
+from pingback_guard.provider.configured_client import (
+    ProviderOnFirstUse,
+    captchaai_client,
+    single_attempt_client,
+)
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
 from pingback_guard.settings import GetTaskSettings, ProviderSettings, SubmitSettings, TableSettings
 
@@ -34,8 +37,9 @@ def submit_service(settings: SubmitSettings, pingbacks: PingbackIssuer) -> Submi
 def task_query(settings: GetTaskSettings) -> TaskQuery:
     return TaskQuery(
         DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
-        # One attempt: a worker is waiting on this answer, and its next GET is the retry.
-        captchaai_client(settings.provider, retry=RetryPolicy(attempts=1)),
+        # One attempt: a worker is waiting on this answer, and its next GET is the retry. Made
+        # at the first read-through: most GETs never ask res.php.
+        ProviderOnFirstUse(lambda: single_attempt_client(settings.provider)),
         ReadThroughPolicy(
             CheckSchedule(
                 settings.read_through_interval_seconds, settings.read_through_max_gap_seconds
