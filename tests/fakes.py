@@ -594,6 +594,19 @@ class InMemoryConnectionStore:
 
 
 @dataclass
+class InMemoryPollerState:
+    """PollerState of an InMemoryTaskStore's lease; ``reads`` counts the lease reads."""
+
+    store: InMemoryTaskStore
+    reads: int = 0
+
+    def lease_until(self) -> float | None:
+        self.reads += 1
+        until = self.store.lease.get("until")
+        return None if until is None else float(until)  # type: ignore[arg-type]
+
+
+@dataclass
 class InMemoryPushReads:
     """PushReads over the in-memory stores; ``reads`` counts the table requests it stands for
     (each call one, as the DynamoDB one's single BatchGetItem)."""

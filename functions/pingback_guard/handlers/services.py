@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
+from pingback_guard.data.poller_state import DynamoDbPollerState
 from pingback_guard.handlers.pingbacks import PingbackIssuer
-from pingback_guard.logic.get_task import ReadThroughPolicy, TaskQuery
+from pingback_guard.logic.get_task import PollerWatch, ReadThroughPolicy, TaskQuery
 from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
 from pingback_guard.logic.report import ReportService
 from pingback_guard.logic.submit import SubmitService
@@ -35,8 +36,9 @@ def submit_service(settings: SubmitSettings, pingbacks: PingbackIssuer) -> Submi
 
 
 def task_query(settings: GetTaskSettings) -> TaskQuery:
+    dynamodb = aws_clients.dynamodb_client()
     return TaskQuery(
-        DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
+        DynamoDbTaskStore(dynamodb, settings.table),
         # One attempt: a worker is waiting on this answer, and its next GET is the retry. Made
         # at the first read-through: most GETs never ask res.php.
         ProviderOnFirstUse(lambda: single_attempt_client(settings.provider)),
@@ -47,6 +49,7 @@ def task_query(settings: GetTaskSettings) -> TaskQuery:
             SolveTimes(default_seconds=settings.expected_solve_seconds),
         ),
         admin_principal_arn=settings.admin_principal_arn,
+        poller=PollerWatch(DynamoDbPollerState(dynamodb, settings.table.table_name)),
     )
 
 
