@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pingback_guard.data.connections import Connection, TooManyConnections
+from pingback_guard.data.poller_state import PollerLeaseState
 from pingback_guard.data.push_reads import ResultForPush, Subscription
 from pingback_guard.domain.errors import (
     ConnectionGoneError,
@@ -600,10 +601,13 @@ class InMemoryPollerState:
     store: InMemoryTaskStore
     reads: int = 0
 
-    def lease_until(self) -> float | None:
+    def lease(self) -> PollerLeaseState:
         self.reads += 1
-        until = self.store.lease.get("until")
-        return None if until is None else float(until)  # type: ignore[arg-type]
+        until, busy_at = self.store.lease.get("until"), self.store.lease.get("busy_at")
+        return PollerLeaseState(
+            None if until is None else float(until),  # type: ignore[arg-type]
+            None if busy_at is None else float(busy_at),  # type: ignore[arg-type]
+        )
 
 
 @dataclass

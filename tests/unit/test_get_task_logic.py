@@ -399,17 +399,40 @@ class TestWithAPollerSweeping:
         # Just after each of the poller's checks, its result is in the table.
         assert hints == [FIRST_CHECK + 1, FIRST_CHECK + 6, FIRST_CHECK + 11]
 
-    def test_the_lease_is_read_once_per_few_seconds_and_a_released_one_means_idle(self) -> None:
+    def test_the_lease_is_read_once_per_few_seconds_and_its_end_means_idle(self) -> None:
         store, provider = InMemoryTaskStore(), FakeProvider()
         pending_task(store)
         state = InMemoryPollerState(store)
-        store.acquire_poller_lease("poller-1", SUBMITTED, FIRST_CHECK + 2)  # stops early
+        store.acquire_poller_lease("poller-1", SUBMITTED, FIRST_CHECK + 2)  # its deadline
         query = TaskQuery(store, provider, policy(), poller=PollerWatch(state))
-        for second in range(5):
+        for second in range(2):
             query.look(TASK, principal=WORKER, now=FIRST_CHECK + second)
         assert state.reads == 1 and provider.requests == []
-        found = query.look(TASK, principal=WORKER, now=FIRST_CHECK + 5)
+        found = query.look(TASK, principal=WORKER, now=FIRST_CHECK + 2)
+        assert state.reads == 1
+        assert found is not None and found.read_through is ReadThroughOutcome.NOT_READY
+        query.look(TASK, principal=WORKER, now=FIRST_CHECK + 5)
         assert state.reads == 2
+
+    def test_between_a_busy_pollers_invocations_the_task_is_still_the_pollers(self) -> None:
+        """A busy poller's invocation gives its lease back at 55 s and the next takes it at the
+        next minute: between the two the read-through made a check of its own per task (0.3
+        extra res.php requests a task whose pingback arrived). An idle stack's released lease
+        (no work seen) leaves the checks to the read-through at once."""
+        store, provider = InMemoryTaskStore(), FakeProvider()
+        pending_task(store)
+        store.acquire_poller_lease("poller-1", SUBMITTED, FIRST_CHECK + 1)
+        store.release_poller_lease("poller-1", FIRST_CHECK + 1, {}, busy_at=FIRST_CHECK)
+        busy = TaskQuery(store, provider, policy(), poller=PollerWatch(InMemoryPollerState(store)))
+        found = busy.look(TASK, principal=WORKER, now=FIRST_CHECK + 5)
+        assert found is not None and found.read_through is None
+        idle_store = InMemoryTaskStore()
+        pending_task(idle_store)
+        idle_store.acquire_poller_lease("poller-1", SUBMITTED, FIRST_CHECK + 1)
+        idle_store.release_poller_lease("poller-1", FIRST_CHECK + 1, {})
+        watch = PollerWatch(InMemoryPollerState(idle_store))
+        idle = TaskQuery(idle_store, provider, policy(), poller=watch)
+        found = idle.look(TASK, principal=WORKER, now=FIRST_CHECK + 5)
         assert found is not None and found.read_through is ReadThroughOutcome.NOT_READY
 
 

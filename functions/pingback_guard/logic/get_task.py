@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from pingback_guard.data.poller_state import PollerState
+from pingback_guard.data.poller_state import PollerLeaseState, PollerState
 from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.errors import PingbackGuardError, ProviderAccountError
 from pingback_guard.domain.task import (
@@ -24,7 +24,12 @@ from pingback_guard.domain.task import (
 from pingback_guard.kinds.registry import kind_of, parse_answer
 from pingback_guard.logic.access import Access, access_of
 from pingback_guard.logic.pacing import MIN_RETRY_AFTER_SECONDS, paced
-from pingback_guard.logic.poll_schedule import RIDING_CHECKS, CheckSchedule, SolveTimes
+from pingback_guard.logic.poll_schedule import (
+    KEEP_SWEEPING_AFTER_WORK_SECONDS,
+    RIDING_CHECKS,
+    CheckSchedule,
+    SolveTimes,
+)
 from pingback_guard.logic.results import Delivery, store_result, stored_delivery
 from pingback_guard.provider.answers import AnswerKind
 from pingback_guard.provider.client import ProviderClient
@@ -57,6 +62,9 @@ LEARNED_IDS_KEPT = 1000
 # How long a process trusts what it read of the poller's lease: an invocation holds it for a
 # minute, and one that stops gives it back; a stale answer moves one read-through by this much.
 POLLER_STATE_KEPT_SECONDS = 5.0
+# A busy poller's invocations sweep 55 s of each scheduled minute: the lease is free between
+# two for about 5 s and the invocation's start, and the tasks are still the poller's.
+BETWEEN_INVOCATIONS_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -133,20 +141,24 @@ class ReadThroughPolicy:
 
 
 class PollerWatch:
-    """Is a poller invocation sweeping now? Its lease, read at most once per
-    POLLER_STATE_KEPT_SECONDS per process, and only when a PENDING task's GET asks."""
+    """Is the poller sweeping? Its lease, read at most once per POLLER_STATE_KEPT_SECONDS per
+    process, and only when a PENDING task's GET asks: an invocation holds it now, or a busy one
+    gave it back a moment ago and the next, a scheduled minute after its start, sweeps on."""
 
     def __init__(self, state: PollerState) -> None:
         self._state = state
-        self._sweeping = False
+        self._lease = PollerLeaseState(None, None)
         self._read_at = -math.inf
 
     def sweeping(self, now: float) -> bool:
         if now - self._read_at >= POLLER_STATE_KEPT_SECONDS:
-            lease_until = self._state.lease_until()
-            self._sweeping = lease_until is not None and lease_until > now
+            self._lease = self._state.lease()
             self._read_at = now
-        return self._sweeping
+        until, busy_at = self._lease.lease_until, self._lease.busy_at
+        if until is None:
+            return False
+        busy = busy_at is not None and now - busy_at < KEEP_SWEEPING_AFTER_WORK_SECONDS
+        return until > now or (busy and now - until < BETWEEN_INVOCATIONS_SECONDS)
 
 
 class TaskQuery:
