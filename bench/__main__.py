@@ -19,6 +19,9 @@ from pathlib import Path
 
 from bench.cold_start import measure_cold_start_section
 from bench.cost_section import cost_outcome
+from bench.fresh_stack import KEY as FRESH_STACK
+from bench.fresh_stack import TITLE as FRESH_STACK_TITLE
+from bench.fresh_stack import measure_fresh_stack
 from bench.freshness import measure_freshness
 from bench.kind_freshness import KEY as KINDS
 from bench.kind_freshness import TITLE as KINDS_TITLE
@@ -63,6 +66,7 @@ def sections() -> list[Section]:
         ("cold_start", "4. Cold start and bundle size", measure_cold_start_section),
         ("cost", "5. Cost per million tasks", lambda: cost_outcome(paths.get())),
         ("freshness", "6. Freshness and its checking cost", measure_freshness),
+        (FRESH_STACK, FRESH_STACK_TITLE, measure_fresh_stack),
         (KINDS, KINDS_TITLE, measure_kind_freshness),
         (SCALE, SCALE_TITLE, measure_scale),
     ]

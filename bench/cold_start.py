@@ -1,5 +1,8 @@
 """Figure 4: cold start of each handler module relative to `import boto3`, and bundle size.
 
+Every function template.yaml deploys from `pingback_guard.handlers` is measured (the worker's
+paths: submit, get, in.php, res.php, push; and the nets, registration, reports, forwarding).
+
 Each timing is one fresh interpreter that imports one module (import + the module's init: its
 settings, boto3 clients, Powertools objects). The environment is the function's own from the
 template plus what the Lambda runtime sets, with active tracing as deployed. The import
@@ -64,13 +67,30 @@ class BundleSize:
     largest: list[tuple[str, int]]
 
 
+HANDLER_PACKAGE = "pingback_guard.handlers."
+
+
+def deployed_handlers(template: dict[str, Any]) -> dict[str, str]:
+    """Handler module (short name) -> logical id, for every function the template deploys
+    from this package, in template order."""
+    found = {}
+    for logical_id, resource in template["Resources"].items():
+        handler = str(resource.get("Properties", {}).get("Handler", ""))
+        if resource["Type"] == "AWS::Serverless::Function" and handler.startswith(HANDLER_PACKAGE):
+            found[handler.removeprefix(HANDLER_PACKAGE).rsplit(".", 1)[0]] = logical_id
+    return found
+
+
+DEPLOYED_HANDLERS = deployed_handlers(project_template())
+
+
 def handler_module(handler: str) -> str:
-    return f"pingback_guard.handlers.{handler}"
+    return f"{HANDLER_PACKAGE}{handler}"
 
 
 def lambda_environment(handler: str) -> dict[str, str]:
     """What a deployed function sees: its template variables plus the runtime's own."""
-    logical_id = HANDLER_FUNCTIONS[handler]
+    logical_id = DEPLOYED_HANDLERS[handler]
     function_name = f"pingback-guard-{logical_id}-1A2B3C4D5E6F"
     runtime = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -122,7 +142,7 @@ def measure_cold_starts(runs: int = RUNS) -> ColdStarts:
     starts = ColdStarts()
     for _ in range(runs):
         starts.seconds[BASELINE].append(time_import(BASELINE, lambda_environment("callback")))
-        for handler in HANDLER_FUNCTIONS:
+        for handler in DEPLOYED_HANDLERS:
             module = handler_module(handler)
             starts.seconds[module].append(time_import(module, lambda_environment(handler)))
     return starts
@@ -239,7 +259,7 @@ def measure_cold_start_section() -> SectionOutcome:
     baseline_env = lambda_environment("callback")
     baseline_totals = median_self_time_by_package(BASELINE, baseline_env)
     rows, data, offenders = [], {}, {}
-    for handler in HANDLER_FUNCTIONS:
+    for handler in DEPLOYED_HANDLERS:
         module = handler_module(handler)
         ratio = starts.median(module) / baseline
         totals = median_self_time_by_package(module, lambda_environment(handler))

@@ -77,3 +77,53 @@ def sqs_event(messages: list[dict[str, Any]]) -> dict[str, Any]:
         )
         records.append(record)
     return {"Records": records}
+
+
+def push_connect_event(connection_id: str) -> dict[str, Any]:
+    """The WebSocket API's $connect (IAM auth) as the sample GET's caller."""
+    caller = _sample("get_task.json")["requestContext"]["authorizer"]["iam"]["userArn"]
+    return {
+        "headers": {"Host": "benchpush01.execute-api.us-east-1.amazonaws.com"},
+        "isBase64Encoded": False,
+        "requestContext": {
+            "routeKey": "$connect",
+            "eventType": "CONNECT",
+            "connectionId": connection_id,
+            "stage": "v1",
+            "identity": {"userArn": caller, "sourceIp": "203.0.113.7"},
+        },
+    }
+
+
+def result_event(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The result bus's event for a task's item, as the pipe's input template writes it (every
+    detail value a string, "" where the item has none; no token: PublishTokens=false)."""
+
+    def text(name: str) -> str:
+        value = item.get(name, {})
+        return str(value.get("S", value.get("N", ""))) if isinstance(value, Mapping) else ""
+
+    return {
+        "version": "0",
+        "id": "5f0e6b1c-0000-4000-8000-000000000000",
+        "detail-type": "Task Result",
+        "source": "pingback-guard",
+        "account": "123456789012",
+        "time": "2026-12-03T20:00:05Z",
+        "region": "us-east-1",
+        "resources": [],
+        "detail": {
+            "schema_version": "1",
+            "task_id": text("task_id"),
+            "status": text("status"),
+            "previous_status": "PENDING",
+            "delivered_via": text("delivered_via"),
+            "finished_at_earliest": text("finished_after"),
+            "finished_at_latest": text("received_at"),
+            "usable_until": text("usable_until"),
+            "error": text("error"),
+            "owner": text("owner"),
+            "origin": text("origin"),
+            "pingback_forward": text("pingback_forward"),
+        },
+    }

@@ -19,8 +19,9 @@ import re
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,18 +144,28 @@ def _lifetime() -> float:
     return float(parameter_default(project_template(), "RecaptchaTokenLifetimeSeconds"))
 
 
-def _run_variant(variant: Variant) -> list[Phase]:
-    config = SimulatorConfig(
+SEED = 20261130
+
+
+def simulator_config(seed: int = SEED) -> SimulatorConfig:
+    """The simulator at its defaults: solve times lognormal, median 25 s, 5..180 s."""
+    return SimulatorConfig(
         api_key=API_KEY,
-        seed=20261130,
+        seed=seed,
         solve_time=SolveTimeDistribution(),  # lognormal, median 25 s, 5..180 s
         unsolvable_rate=0.0,
         result_retention_seconds=600.0,
         faults=Faults(),
     )
+
+
+@contextmanager
+def fresh_stack(variant: Variant, seed: int = SEED) -> Iterator[tuple[LocalStack, Simulator]]:
+    """A new simulator and a new local stack at the template's defaults (and the variant's
+    overrides): nothing learned, no poller invocation yet."""
     with (
         tempfile.TemporaryDirectory(prefix=f"bench-freshness-{variant.key}-") as run_dir,
-        Simulator(config) as simulator,
+        Simulator(simulator_config(seed)) as simulator,
     ):
         options = LocalOptions(
             template=TEMPLATE_PATH,
@@ -166,15 +177,25 @@ def _run_variant(variant: Variant) -> list[Phase]:
             workers_by_function={"GetTaskFunction": 4},
         )
         with LocalStack(options) as stack:
-            return [
-                _run_phase(variant, stack, simulator, pingbacks_lost=False),
-                _run_phase(variant, stack, simulator, pingbacks_lost=True),
-            ]
+            yield stack, simulator
 
 
-def _run_phase(
-    variant: Variant, stack: LocalStack, simulator: Simulator, pingbacks_lost: bool
+def _run_variant(variant: Variant) -> list[Phase]:
+    with fresh_stack(variant) as (stack, simulator):
+        return [
+            run_phase(variant, stack, simulator, pingbacks_lost=False),
+            run_phase(variant, stack, simulator, pingbacks_lost=True),
+        ]
+
+
+def run_phase(
+    variant: Variant,
+    stack: LocalStack,
+    simulator: Simulator,
+    pingbacks_lost: bool,
+    spread_seconds: float = SUBMIT_SPREAD_SECONDS,
 ) -> Phase:
+    """TASKS tasks submitted over ``spread_seconds``, a worker each waiting the variant's way."""
     simulator.update_faults(pingback_drop_rate=1.0 if pingbacks_lost else 0.0)
     log_dir = Path(stack.ready.log_dir)
     offsets = {name: _log_size(log_dir, name) for name in CADENCE_FUNCTIONS}
@@ -188,7 +209,7 @@ def _run_phase(
     )
     try:
         with ThreadPoolExecutor(TASKS) as pool:
-            waited = list(pool.map(lambda n: _one_task(waiter, n), range(TASKS)))
+            waited = list(pool.map(lambda n: _one_task(waiter, n, spread_seconds), range(TASKS)))
         connected = waiter.push is not None and waiter.push.connected
     finally:
         waiter.close()
@@ -234,8 +255,8 @@ def _callback_arrivals(tasks: Iterable[dict[str, Any]]) -> dict[str, float]:
     return arrivals
 
 
-def _one_task(waiter: ClientWaiter, index: int) -> tuple[str, Any]:
-    time.sleep(SUBMIT_SPREAD_SECONDS * index / TASKS)
+def _one_task(waiter: ClientWaiter, index: int, spread_seconds: float) -> tuple[str, Any]:
+    time.sleep(spread_seconds * index / TASKS)
     task_id = waiter.submit(REQUEST)
     return task_id, waiter.wait(task_id, WAIT_TIMEOUT_SECONDS)
 

@@ -38,6 +38,7 @@ REGION = "us-east-1"
 TABLE_NAME = "pingback-guard-bench-tasks"
 CALLBACK_SECRET = "PgBenchCallbackSecret0000000000000000001"
 STACK_NAME = "pingback-guard"
+PUSH_API_ID = "benchpush01"
 # What the Lambda runtime sets with active tracing; Powertools adds it to every log line.
 TRACE_HEADER = "Root=1-677e1a00-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1"
 BENCH_OVERRIDES = {
@@ -120,7 +121,14 @@ def _create_resources(session: boto3.session.Session, provider_api_key: str) -> 
         Value=provider_api_key,
         Type="SecureString",
     )
-    return {"TasksTable": TABLE_NAME, "DeadLetterQueue": queue_url, "CallbackSecret": secret_arn}
+    return {
+        "TasksTable": TABLE_NAME,
+        "DeadLetterQueue": queue_url,
+        "CallbackSecret": secret_arn,
+        # PushFunction's @connections endpoint (moto answers its Management API).
+        "PushApi": PUSH_API_ID,
+        "PushApiStage": "v1",
+    }
 
 
 def _handler_environment(physical_ids: Mapping[str, str], provider_url: str) -> dict[str, str]:

@@ -19,7 +19,9 @@ from bench.cost import Invocation
 from bench.events import (
     callback_event,
     get_task_event,
+    push_connect_event,
     recaptcha_token,
+    result_event,
     schedule_event,
     sqs_event,
     submit_event,
@@ -66,6 +68,8 @@ PATH_DESCRIPTIONS = {
     "callback_first": "callback, first delivery",
     "callback_duplicate": "callback, same result again",
     "get_task": "GET /tasks/{id}",
+    "push_result": "push of a result to its owner's connection (SOLVED event)",
+    "push_failed_result": "push of a result (FAILED event: the event says it all)",
     "dead_letter_callback": "callback while the table is down (to DLQ)",
     "dead_letter_replay": "replay of that DLQ message",
     "poll_recovery": "poller sweep recovering lost callbacks",
@@ -184,6 +188,7 @@ class PathRunner:
         return summary
 
     def item(self, task_id: str) -> dict[str, Any]:
+        """The item in DynamoDB's typed form ({"S": ...}), as a stream image carries it."""
         found: dict[str, Any] = self.stack.dynamodb.get_item(
             TableName=TABLE_NAME,
             Key={"task_id": {"S": task_id}},
@@ -202,6 +207,7 @@ def measure_paths() -> PathMeasurements:
         _empty_sweeps(runner)
         task_ids, pending_item = _submit_and_call_back(runner)
         solved_item = runner.item(task_ids[0])
+        _push_path(runner, task_ids)
         kinds = _kind_items(runner)
         message_bytes = _dead_letter_path(runner)
         _poll_recovery_path(runner)
@@ -234,6 +240,21 @@ def _submit_and_call_back(runner: PathRunner) -> tuple[list[str], dict[str, Any]
     runner.callbacks("callback_duplicate", task_ids)
     runner.get_tasks("get_task", task_ids)
     return task_ids, pending_item
+
+
+def _push_path(runner: PathRunner, task_ids: list[str]) -> None:
+    """PushFunction on each solved task's result event, its owner connected (the post goes to
+    moto's Management API); then on FAILED events, which say all a push needs."""
+    runner.start("push_result", PATH_TASKS)
+    runner.start("push_failed_result", PATH_TASKS)
+    answer = runner.invoke(SETUP, "push", push_connect_event("bench-connection-1"))
+    _expect(answer["statusCode"] == 200, f"$connect answered {answer}")
+    for task_id in task_ids:
+        runner.invoke("push_result", "push", result_event(runner.item(task_id)))
+    for task_id in task_ids:
+        failed = result_event(runner.item(task_id))
+        failed["detail"].update(status="FAILED", error="ERROR_CAPTCHA_UNSOLVABLE", delivered_via="")
+        runner.invoke("push_failed_result", "push", failed)
 
 
 def _kind_items(runner: PathRunner) -> dict[str, KindItems]:
@@ -334,6 +355,7 @@ def table_paths_outcome(measured: PathMeasurements) -> SectionOutcome:
         _summary_headline(measured, "callback_duplicate", "Duplicate callback"),
         _dead_letter_headline(measured),
         _poll_headline(measured),
+        _push_headline(measured),
     ]
     return SectionOutcome(
         key="table_requests",
@@ -405,6 +427,22 @@ def _poll_headline(measured: PathMeasurements) -> Headline:
         f"{number(result.per_task(result.tally.table_queries))}"
         f" / {number(result.per_task(result.tally.table_writes))}"
         f" / {number(result.per_task(result.tally.table_reads - result.tally.table_queries))}",
+    )
+
+
+PUSH_READS_TARGET = 1
+
+
+def _push_headline(measured: PathMeasurements) -> Headline:
+    reads = [
+        measured.paths[path].per_task(measured.paths[path].tally.table_reads)
+        for path in ("push_result", "push_failed_result")
+    ]
+    return Headline(
+        "Push of a result (SOLVED / FAILED event): table reads per result",
+        " / ".join(number(value) for value in reads),
+        f"<= {PUSH_READS_TARGET}",
+        max(reads) <= PUSH_READS_TARGET,
     )
 
 

@@ -23,6 +23,7 @@ HANDLER_FUNCTIONS = {
     "replay": "ReplayFunction",
     "poller": "PollerFunction",
     "report": "ReportFunction",
+    "push": "PushFunction",
 }
 ALARM_TYPE = "AWS::CloudWatch::Alarm"
 DASHBOARD_TYPE = "AWS::CloudWatch::Dashboard"

@@ -3,6 +3,7 @@ defaults, a function's environment, and the tasks table as declared."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
@@ -24,6 +25,8 @@ PLACEHOLDER_IDS = {
     "CallbackSecret": (
         f"arn:aws:secretsmanager:{PLACEHOLDER_REGION}:{_ACCOUNT}:secret:CallbackSecret-1A2B3C"
     ),
+    "PushApi": "a1b2c3d4e5",
+    "PushApiStage": "v1",
 }
 TABLE_KEYS_MOTO_TAKES = (
     "AttributeDefinitions",
@@ -100,6 +103,8 @@ def _resolved(
 ) -> str | None:
     if isinstance(value, str | int | float):
         return str(value)
+    if isinstance(value, Mapping) and isinstance(value.get("Fn::Sub"), str) and len(value) == 1:
+        return _substituted(template, value["Fn::Sub"], physical_ids, region)
     if isinstance(value, Mapping) and set(value) == {"Ref"}:
         name = value["Ref"]
         if name == "AWS::Region":
@@ -108,3 +113,22 @@ def _resolved(
             return str(parameter_default(template, name))
         return physical_ids[name]
     return None
+
+
+def _substituted(
+    template: Mapping[str, Any], text: str, physical_ids: Mapping[str, str], region: str
+) -> str | None:
+    """A one-string Fn::Sub with its ${Name}s resolved like Refs; None if one is unknown."""
+    pseudo = {"AWS::Region": region, "AWS::URLSuffix": "amazonaws.com", "AWS::AccountId": _ACCOUNT}
+    names = re.findall(r"\$\{([^}!]+)\}", text)
+    values = {}
+    for name in names:
+        if name in pseudo:
+            values[name] = pseudo[name]
+        elif name in template.get("Parameters", {}):
+            values[name] = str(parameter_default(template, name))
+        elif name in physical_ids:
+            values[name] = physical_ids[name]
+        else:
+            return None
+    return re.sub(r"\$\{([^}!]+)\}", lambda found: values[found.group(1)], text)

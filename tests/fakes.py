@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pingback_guard.data.connections import Connection, TooManyConnections
+from pingback_guard.data.poller_state import PollerLeaseState
+from pingback_guard.data.push_reads import ResultForPush, Subscription
 from pingback_guard.data.request_budgets import minute_of, second_counter
 from pingback_guard.domain.errors import (
     ConnectionGoneError,
@@ -573,6 +575,7 @@ class InMemoryConnectionStore:
 
     def __init__(self) -> None:
         self.connections: dict[str, Connection] = {}
+        self.reads = 0  # owner_of and of_owner: one table read each in the DynamoDB store
 
     def add(self, connection: Connection, max_per_owner: int) -> None:
         held = [c for c in self.connections.values() if c.owner == connection.owner]
@@ -581,6 +584,7 @@ class InMemoryConnectionStore:
         self.connections[connection.connection_id] = connection
 
     def owner_of(self, connection_id: str) -> str | None:
+        self.reads += 1
         found = self.connections.get(connection_id)
         return found.owner if found else None
 
@@ -588,6 +592,7 @@ class InMemoryConnectionStore:
         self.connections.pop(connection_id, None)
 
     def of_owner(self, owner: str, now: float) -> list[Connection]:
+        self.reads += 1
         return [c for c in self.connections.values() if c.owner == owner and c.expires_at > now]
 
     def drop(self, connection: Connection) -> None:
@@ -595,10 +600,50 @@ class InMemoryConnectionStore:
 
 
 @dataclass
+class InMemoryPollerState:
+    """PollerState of an InMemoryTaskStore's lease; ``reads`` counts the lease reads."""
+
+    store: InMemoryTaskStore
+    reads: int = 0
+
+    def lease(self) -> PollerLeaseState:
+        self.reads += 1
+        until, busy_at = self.store.lease.get("until"), self.store.lease.get("busy_at")
+        return PollerLeaseState(
+            None if until is None else float(until),  # type: ignore[arg-type]
+            None if busy_at is None else float(busy_at),  # type: ignore[arg-type]
+        )
+
+
+@dataclass
+class InMemoryPushReads:
+    """PushReads over the in-memory stores; ``reads`` counts the table requests it stands for
+    (each call one, as the DynamoDB one's single BatchGetItem)."""
+
+    tasks: InMemoryTaskStore
+    connections: InMemoryConnectionStore
+    reads: int = 0
+
+    def result_for_push(self, task_id: str, owner: str, now: float) -> ResultForPush:
+        self.reads += 1
+        connections = [c for c in self.connections.connections.values() if c.owner == owner]
+        found = [connection for connection in connections if connection.expires_at > now]
+        return ResultForPush(self.tasks.get(task_id), found)
+
+    def subscription(self, connection_id: str, task_ids: Sequence[str]) -> Subscription:
+        self.reads += 1
+        found = [self.tasks.get(task_id) for task_id in task_ids]
+        held = self.connections.connections.get(connection_id)
+        owner = held.owner if held else None
+        return Subscription(owner, [task for task in found if task is not None])
+
+
+@dataclass
 class FakeSender:
     """ConnectionSender recording what each connection got; ``gone``/``failing`` ids refuse."""
 
     sent: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
     gone: set[str] = field(default_factory=set)
     failing: set[str] = field(default_factory=set)
 
@@ -608,6 +653,7 @@ class FakeSender:
         if connection_id in self.failing:
             raise PushError("PostToConnection failed: InternalServerError")
         self.sent.append((connection_id, json.loads(message)))
+        self.sizes.append(len(message))
 
 
 class InMemoryWorkerKeys:

@@ -7,7 +7,7 @@ their values are never logged, and read errors become SecretUnavailableError.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import boto3
 from aws_lambda_powertools.utilities import parameters
@@ -49,6 +49,25 @@ def bounded_config(calls: StoreCallSettings) -> Config:
 
 def sqs_client() -> SQSClient:
     return boto3.client("sqs", config=FAST_AWS_CONFIG)
+
+
+class _MadeOnFirstUse:
+    """A client made at its first call, not at cold start: creating one loads its service
+    model (tens of milliseconds), worth paying only on a path that calls it."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._client: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._client is None:
+            self._client = self._make()
+        return getattr(self._client, name)
+
+
+def sqs_client_on_first_use() -> SQSClient:
+    """For a submit, which sends to the dead-letter queue only when the table refuses."""
+    return cast("SQSClient", _MadeOnFirstUse(sqs_client))
 
 
 def callback_secrets_reader(
@@ -93,7 +112,10 @@ def _fetch(read: Callable[[], Any], what: str) -> Any:
 
 
 def management_api_client(endpoint_url: str) -> Any:
-    """API Gateway's Management API (@connections) of one WebSocket API stage."""
-    return boto3.client(
-        "apigatewaymanagementapi", endpoint_url=endpoint_url, config=FAST_AWS_CONFIG
+    """API Gateway's Management API (@connections) of one WebSocket API stage, made at the
+    first post ($connect and $disconnect never post)."""
+    return _MadeOnFirstUse(
+        lambda: boto3.client(
+            "apigatewaymanagementapi", endpoint_url=endpoint_url, config=FAST_AWS_CONFIG
+        )
     )

@@ -79,7 +79,9 @@ def table_call(operation: str) -> AwsCall:
     )
 
 
-def measurements(first_callback: list[str]) -> PathMeasurements:
+def measurements(
+    first_callback: list[str], push: tuple[str, ...] = ("BatchGetItem",)
+) -> PathMeasurements:
     one_write = [table_call("UpdateItem")]
     paths = {
         name: PathResult(name, tasks=1, tally=CallTally(one_write))
@@ -92,7 +94,14 @@ def measurements(first_callback: list[str]) -> PathMeasurements:
     }
     tally = CallTally([table_call(operation) for operation in first_callback])
     paths["callback_first"] = PathResult("callback_first", tasks=1, tally=tally)
+    for name in ("push_result", "push_failed_result"):
+        reads = CallTally([table_call(operation) for operation in push])
+        paths[name] = PathResult(name, tasks=1, tally=reads)
     return PathMeasurements(paths, {}, {}, 0, set())
+
+
+FIRST_CALLBACK = "Callback, first delivery: table writes / reads per task"
+PUSH_READS = "Push of a result (SOLVED / FAILED event): table reads per result"
 
 
 @pytest.mark.parametrize(
@@ -104,7 +113,18 @@ def measurements(first_callback: list[str]) -> PathMeasurements:
     ],
 )
 def test_a_first_callback_must_cost_one_write_and_no_read(calls: list[str], expected: str) -> None:
-    assert only_verdict(table_paths_outcome(measurements(calls))) == expected
+    assert verdicts(table_paths_outcome(measurements(calls)))[FIRST_CALLBACK] == expected
+
+
+@pytest.mark.parametrize(
+    ("reads", "expected"),
+    [(("BatchGetItem",), "met"), (("GetItem",), "met"), (("GetItem", "GetItem"), "MISSED")],
+)
+def test_a_push_must_read_the_table_at_most_once_per_result(
+    reads: tuple[str, ...], expected: str
+) -> None:
+    outcome = table_paths_outcome(measurements(["UpdateItem"], reads))
+    assert verdicts(outcome)[PUSH_READS] == expected
 
 
 MODES = ("push", "paced", "every_second")

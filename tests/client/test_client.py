@@ -133,6 +133,30 @@ def test_solve_first_looks_when_the_submit_says_the_task_is_likely_ready() -> No
     assert clock.slept == [25.0] and [r[0] for r in transport.requests] == ["POST", "GET"]
 
 
+def test_a_worker_that_ignores_hints_looks_at_once_not_when_the_submit_says() -> None:
+    """Issue 33: a worker GETting every second still made its first look when the submit said
+    the task was likely ready (25 s), so with pingbacks delivered it held a token that landed
+    at 10 s for 15 s: a worker that asks more must never get an older answer."""
+    clock = FakeClock()
+    transport = FakeTransport(
+        [
+            HttpAnswer(202, {"task_id": "42", "status": "PENDING", "retry_after": 25}),
+            view(retry_after=24),
+            solved(clock.now + 1),
+        ]
+    )
+    every_second = Client(
+        "https://unused.example",
+        region="us-east-1",
+        transport=transport,
+        pacing=Pacing(interval=1.0, follow_hints=False),
+        clock=clock.time,
+        sleep=clock.sleep,
+    )
+    assert every_second.solve("userrecaptcha", SITEKEY, PAGE).task_id == "42"
+    assert clock.slept == [1.0] and [r[0] for r in transport.requests] == ["POST", "GET", "GET"]
+
+
 def test_wait_rides_out_an_outage_of_the_stack_until_its_deadline() -> None:
     now = FakeClock().now
     outage = [HttpAnswer(503, {"error": "task store unavailable; try again"})] * 3

@@ -93,7 +93,9 @@ class TestReadThrough:
     ) -> None:
         submit_overdue(handlers, FakeProvider())
         get_task = handlers.load("get_task")
-        handlers.monkeypatch.setattr(get_task.query._provider, "_base_url", "http://127.0.0.1:9")
+        # The provider client is made at the first read-through: made here to point it away.
+        provider = get_task.query._provider._client()
+        handlers.monkeypatch.setattr(provider, "_base_url", "http://127.0.0.1:9")
         answer = get_task.handler(get_event(TASK), FakeLambdaContext())
         assert answer["statusCode"] == 200
         assert json.loads(answer["body"])["status"] == "PENDING"

@@ -121,6 +121,7 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
     # Writes only under the "#push-" keys (a LeadingKeys condition: test_push_writes_no_task).
     "PushFunction": {
         "dynamodb:GetItem": {TABLE},
+        "dynamodb:BatchGetItem": {TABLE},
         "dynamodb:PutItem": {TABLE},
         "dynamodb:UpdateItem": {TABLE},
         "dynamodb:DeleteItem": {TABLE},
@@ -1182,12 +1183,15 @@ def test_powertools_layer_is_pinned(template: dict[str, Any]) -> None:
     assert re.fullmatch(r"/aws/service/powertools/python/arm64/python3\.12/3\.\d+\.\d+", default)
 
 
+PUSH_READS = frozenset({"dynamodb:GetItem", "dynamodb:BatchGetItem"})
+
+
 def test_push_writes_no_task(resources: dict[str, Any]) -> None:
     """PushFunction reads tasks but writes only its connection records ("#push-" keys)."""
     writes = [
         statement
         for statement in role_statements(resources, "PushFunction")
-        if any(action != "dynamodb:GetItem" for action in as_list(statement["Action"]))
+        if any(action not in PUSH_READS for action in as_list(statement["Action"]))
         and any(action.startswith("dynamodb:") for action in as_list(statement["Action"]))
     ]
     assert [w["Condition"] for w in writes] == [

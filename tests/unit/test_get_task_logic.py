@@ -18,15 +18,34 @@ from pingback_guard.domain.task import (
     TaskResult,
     TaskStatus,
 )
-from pingback_guard.logic.get_task import ReadThroughOutcome, ReadThroughPolicy, TaskQuery
-from pingback_guard.logic.poll_schedule import MIN_SAMPLES, CheckSchedule, SolveTimes
-from tests.fakes import FakeProvider, InMemoryTaskStore, token_request, unavailable
+from pingback_guard.logic.get_task import (
+    PollerWatch,
+    ReadThroughOutcome,
+    ReadThroughPolicy,
+    TaskQuery,
+)
+from pingback_guard.logic.poll_schedule import (
+    MIN_SAMPLES,
+    RIDING_CHECKS,
+    CheckSchedule,
+    SolveTimes,
+)
+from tests.fakes import (
+    FakeProvider,
+    InMemoryPollerState,
+    InMemoryTaskStore,
+    token_request,
+    unavailable,
+)
 from tests.waiting import run_at_once
 
 TOKEN = "03AFcWeA5" + "r" * 700
 SUBMITTED = 1000.0
 EXPECTED_SOLVE = 20.0
 FIRST_POLL = SUBMITTED + EXPECTED_SOLVE
+# The stack's first check of a reCAPTCHA task: half the expected solve time, never before 15 s.
+FIRST_CHECK = SUBMITTED + 15.0
+YOUNG_UNTIL = FIRST_CHECK + RIDING_CHECKS * 5
 TASK = "71000000001"
 WORKER = "arn:aws:iam::123456789012:user/worker"
 
@@ -108,8 +127,8 @@ class TestReadThrough:
     def test_not_overdue_the_provider_is_not_asked(self) -> None:
         store, provider = InMemoryTaskStore(), FakeProvider(answers={TASK: TOKEN})
         pending_task(store)
-        query, _ = reading(store, provider, FIRST_POLL - 1)
-        found = query.look(TASK, principal=WORKER, now=FIRST_POLL - 1)
+        query, _ = reading(store, provider, FIRST_CHECK - 1)
+        found = query.look(TASK, principal=WORKER, now=FIRST_CHECK - 1)
         assert found is not None and found.read_through is None
         assert provider.requests == []
 
@@ -149,12 +168,12 @@ class TestReadThrough:
         assert found is not None and found.view["finished_at_earliest"] == FIRST_POLL
 
     def test_within_the_gap_the_provider_is_asked_once(self) -> None:
-        # Given a check at 20 s of age, the next gap is 40% of that age: 8 s
+        # Given a check at 20 s of age, while young the next one is a min gap later: 5 s
         store, provider = InMemoryTaskStore(), FakeProvider()
         pending_task(store)
         query, _ = reading(store, provider, FIRST_POLL)
         outcomes = [
-            query.look(TASK, principal=WORKER, now=FIRST_POLL + step) for step in (0, 1, 2, 7.9, 8)
+            query.look(TASK, principal=WORKER, now=FIRST_POLL + step) for step in (0, 1, 2, 4.9, 5)
         ]
         assert [o.read_through for o in outcomes if o] == [
             ReadThroughOutcome.NOT_READY,
@@ -176,12 +195,12 @@ class TestReadThrough:
             found = query.look(TASK, principal=WORKER, now=clock.now)
             if found is not None and found.read_through is ReadThroughOutcome.NOT_READY:
                 checked_at.append(second)
-        # Then the checks start when likely solved and their gaps grow as the poller's do
-        schedule, expected = CheckSchedule(5, 60), [EXPECTED_SOLVE]
-        while (following := math.ceil(expected[-1] + schedule.gap(expected[-1]))) <= 120:
-            expected.append(following)
-        assert checked_at == expected
-        assert checked_at == [20, 28, 40, 56, 79, 111]
+        # Then, no poller sweeping, the checks follow the poller's own schedule: its early first
+        # check, every min gap while young, then gaps that grow with the task's age
+        young = list(range(15, 76, 5))
+        schedule = CheckSchedule(5, 60)
+        assert checked_at == [*young, math.ceil(75 + schedule.gap(75))]
+        assert len(young) == RIDING_CHECKS + 1
 
     def test_a_poll_of_the_task_puts_off_the_read_through(self) -> None:
         store, provider = InMemoryTaskStore(), FakeProvider()
@@ -344,28 +363,101 @@ class TestReadThrough:
             query.look(TASK, principal=WORKER, now=FIRST_POLL)
 
 
+def sweeping_poller(store: InMemoryTaskStore, until: float) -> PollerWatch:
+    store.acquire_poller_lease("poller-1", SUBMITTED, until)
+    return PollerWatch(InMemoryPollerState(store))
+
+
+class TestWithAPollerSweeping:
+    """Issue 33: a GET's read-through checked on its own schedule (the likely solve time, then
+    growing gaps) while the poller checked the same young task every 5 s: a task whose pingback
+    arrived cost GET workers' tasks 1.2-1.3 res.php requests, and a paced worker, told the
+    read-through's sparse times, held what the poller had found for up to 17 s."""
+
+    def test_the_read_through_leaves_a_young_task_to_the_poller(self) -> None:
+        store, provider = InMemoryTaskStore(), FakeProvider()
+        pending_task(store)
+        query = TaskQuery(store, provider, policy(), poller=sweeping_poller(store, 1e9))
+        outcomes = [
+            query.look(TASK, principal=WORKER, now=FIRST_CHECK + step)
+            for step in range(0, int(YOUNG_UNTIL - FIRST_CHECK))
+        ]
+        assert all(o is not None and o.read_through is None for o in outcomes)
+        assert provider.requests == []
+        past = query.look(TASK, principal=WORKER, now=YOUNG_UNTIL)
+        assert past is not None and past.read_through is ReadThroughOutcome.NOT_READY
+
+    def test_the_hint_follows_the_pollers_young_checks(self) -> None:
+        store, provider = InMemoryTaskStore(), FakeProvider()
+        pending_task(store)
+        query = TaskQuery(store, provider, policy(), poller=sweeping_poller(store, 1e9))
+        hints = [
+            view["next_check_at"]
+            for now in (SUBMITTED + 3, FIRST_CHECK + 0.5, FIRST_CHECK + 7)
+            if (view := query.view(TASK, principal=WORKER, now=now)) is not None
+        ]
+        # Just after each of the poller's checks, its result is in the table.
+        assert hints == [FIRST_CHECK + 1, FIRST_CHECK + 6, FIRST_CHECK + 11]
+
+    def test_the_lease_is_read_once_per_few_seconds_and_its_end_means_idle(self) -> None:
+        store, provider = InMemoryTaskStore(), FakeProvider()
+        pending_task(store)
+        state = InMemoryPollerState(store)
+        store.acquire_poller_lease("poller-1", SUBMITTED, FIRST_CHECK + 2)  # its deadline
+        query = TaskQuery(store, provider, policy(), poller=PollerWatch(state))
+        for second in range(2):
+            query.look(TASK, principal=WORKER, now=FIRST_CHECK + second)
+        assert state.reads == 1 and provider.requests == []
+        found = query.look(TASK, principal=WORKER, now=FIRST_CHECK + 2)
+        assert state.reads == 1
+        assert found is not None and found.read_through is ReadThroughOutcome.NOT_READY
+        query.look(TASK, principal=WORKER, now=FIRST_CHECK + 5)
+        assert state.reads == 2
+
+    def test_between_a_busy_pollers_invocations_the_task_is_still_the_pollers(self) -> None:
+        """A busy poller's invocation gives its lease back at 55 s and the next takes it at the
+        next minute: between the two the read-through made a check of its own per task (0.3
+        extra res.php requests a task whose pingback arrived). An idle stack's released lease
+        (no work seen) leaves the checks to the read-through at once."""
+        store, provider = InMemoryTaskStore(), FakeProvider()
+        pending_task(store)
+        store.acquire_poller_lease("poller-1", SUBMITTED, FIRST_CHECK + 1)
+        store.release_poller_lease("poller-1", FIRST_CHECK + 1, {}, busy_at=FIRST_CHECK)
+        busy = TaskQuery(store, provider, policy(), poller=PollerWatch(InMemoryPollerState(store)))
+        found = busy.look(TASK, principal=WORKER, now=FIRST_CHECK + 5)
+        assert found is not None and found.read_through is None
+        idle_store = InMemoryTaskStore()
+        pending_task(idle_store)
+        idle_store.acquire_poller_lease("poller-1", SUBMITTED, FIRST_CHECK + 1)
+        idle_store.release_poller_lease("poller-1", FIRST_CHECK + 1, {})
+        watch = PollerWatch(InMemoryPollerState(idle_store))
+        idle = TaskQuery(idle_store, provider, policy(), poller=watch)
+        found = idle.look(TASK, principal=WORKER, now=FIRST_CHECK + 5)
+        assert found is not None and found.read_through is ReadThroughOutcome.NOT_READY
+
+
 class TestPacing:
     """A PENDING answer says when the next GET is worth making (issue 24)."""
 
-    def test_before_the_likely_ready_time_the_hint_is_that_time(self) -> None:
+    def test_before_the_first_check_the_hint_is_that_check(self) -> None:
         store, provider = InMemoryTaskStore(), FakeProvider(answers={})
         pending_task(store)
         query, _ = reading(store, provider, SUBMITTED + 3)
         view = query.view(TASK, principal=WORKER, now=SUBMITTED + 3)
         assert view is not None
-        assert view["next_check_at"] == FIRST_POLL
-        assert view["retry_after"] == EXPECTED_SOLVE - 3
+        assert view["next_check_at"] == FIRST_CHECK
+        assert view["retry_after"] == 12
 
     def test_after_a_not_ready_check_the_hint_is_the_schedules_next_gap(self) -> None:
         store, provider = InMemoryTaskStore(), FakeProvider(answers={})
         pending_task(store)
-        checked_at = SUBMITTED + 40
-        query, _ = reading(store, provider, checked_at)
-        found = query.look(TASK, principal=WORKER, now=checked_at)
-        assert found is not None and found.read_through is ReadThroughOutcome.NOT_READY
-        gap = CheckSchedule(5, 60).gap(40)
-        assert found.view["next_check_at"] == checked_at + gap
-        assert found.view["retry_after"] == math.ceil(gap)
+        for age, gap in ((40, 5.0), (YOUNG_UNTIL + 5 - SUBMITTED, CheckSchedule(5, 60).gap(80))):
+            checked_at = SUBMITTED + age
+            query, _ = reading(store, provider, checked_at)
+            found = query.look(TASK, principal=WORKER, now=checked_at)
+            assert found is not None and found.read_through is ReadThroughOutcome.NOT_READY
+            assert found.view["next_check_at"] == checked_at + gap
+            assert found.view["retry_after"] == math.ceil(gap)
 
     def test_a_worker_asking_sooner_than_the_hint_gets_the_same_correct_answer(self) -> None:
         store, provider = InMemoryTaskStore(), FakeProvider(answers={})

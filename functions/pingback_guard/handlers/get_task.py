@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
-
-from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
-    APIGatewayProxyEventV2,
-)
 
 from pingback_guard.domain.errors import StoreError
 from pingback_guard.handlers.principal import own_task_route
@@ -29,7 +26,7 @@ query = task_query(settings)
 
 @instrumented
 @own_task_route
-def handler(request: APIGatewayProxyEventV2, principal: str) -> dict[str, Any]:
+def handler(request: Mapping[str, Any], principal: str) -> dict[str, Any]:
     try:
         task_id = path_task_id(request)
     except ValueError as error:

@@ -4,16 +4,13 @@ secret, the URLs' base and how their tasks are recorded PENDING."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from pingback_guard import aws_clients
 from pingback_guard.logic.submit import IssuedPingback, PendingTasks, issue_pingback
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
-        APIGatewayProxyEventV2,
-    )
-
     from pingback_guard.settings import PingbackIssueSettings
 
 
@@ -25,9 +22,10 @@ class PingbackIssuer:
             settings.callback_timeout_seconds, settings.expected_solve_seconds
         )
 
-    def base_url(self, request: APIGatewayProxyEventV2) -> str:
+    def base_url(self, request: Mapping[str, Any]) -> str:
         """The stack's public base URL when it has one, else the API's own domain."""
-        return self._public_base_url or f"https://{request.request_context.domain_name}"
+        domain = (request.get("requestContext") or {}).get("domainName")
+        return self._public_base_url or f"https://{domain}"
 
-    def issue(self, request: APIGatewayProxyEventV2) -> IssuedPingback:
+    def issue(self, request: Mapping[str, Any]) -> IssuedPingback:
         return issue_pingback(self.base_url(request), self.read_secrets(False).current, time.time())

@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard import aws_clients
 from pingback_guard.data.connections import DynamoDbConnectionStore
-from pingback_guard.data.dynamodb import DynamoDbTaskStore
+from pingback_guard.data.push_reads import DynamoDbPushReads
 from pingback_guard.domain.errors import StoreError
 from pingback_guard.domain.task import normalise_task_id
 from pingback_guard.handlers.principal import websocket_caller
@@ -20,6 +20,7 @@ from pingback_guard.logic.push import (
     InvalidSubscription,
     PushReport,
     PushService,
+    ResultEvent,
     parse_subscription,
     result_of_event,
 )
@@ -30,8 +31,8 @@ from pingback_guard.settings import PushSettings
 settings = PushSettings.from_env(os.environ)
 _dynamodb = aws_clients.dynamodb_client()
 service = PushService(
-    DynamoDbTaskStore(_dynamodb, settings.table),
     DynamoDbConnectionStore(_dynamodb, settings.table.table_name),
+    DynamoDbPushReads(_dynamodb, settings.table.table_name),
     ManagementApiSender(aws_clients.management_api_client(settings.management_endpoint)).send,
     connection_ttl_seconds=settings.connection_ttl_seconds,
     max_connections_per_owner=settings.max_connections_per_owner,
@@ -43,6 +44,8 @@ METRIC_BY_COUNT = {
     "gone": "PushGone",
     "failed": "PushFailed",
     "no_connection": "PushNoConnection",
+    # Not alarmed: a subscribe answer is the caller's own request.
+    "answer_failed": "PushAnswerFailed",
 }
 
 
@@ -92,9 +95,9 @@ def _deliver(event: dict[str, Any]) -> dict[str, Any]:
     except ValueError:
         logger.warning("result event without a task id; nothing pushed")
         return {"pushed": 0}
-    now = time.time()
+    result: ResultEvent = result_of_event(task_id, detail)
     try:
-        report = service.deliver(task_id, now, result_of_event(detail))
+        report = service.deliver(result, time.time())
     except StoreError as error:
         # Raised: EventBridge retries the event (the worker's paced GET covers the wait).
         logger.error("push lookup failed", extra={"task_id": task_id, "reason": str(error)})

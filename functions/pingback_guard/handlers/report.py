@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
-    APIGatewayProxyEventV2,
-)
 
 from pingback_guard.domain.errors import (
     PingbackGuardError,
@@ -63,7 +61,7 @@ class _BadRequest(Exception):
 
 @instrumented
 @own_task_route
-def handler(request: APIGatewayProxyEventV2, principal: str) -> dict[str, Any]:
+def handler(request: Mapping[str, Any], principal: str) -> dict[str, Any]:
     try:
         task_id, verdict = _parse(request)
     except _BadRequest as error:
@@ -79,7 +77,7 @@ def handler(request: APIGatewayProxyEventV2, principal: str) -> dict[str, Any]:
     return json_response(200, {"task_id": task_id, "reported": verdict.value})
 
 
-def _parse(request: APIGatewayProxyEventV2) -> tuple[str, ReportVerdict]:
+def _parse(request: Mapping[str, Any]) -> tuple[str, ReportVerdict]:
     try:
         task_id = path_task_id(request)
     except ValueError as error:

@@ -7,15 +7,10 @@ import binascii
 import json
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pingback_guard.domain.bounded_json import InvalidJsonError, parse_json
 from pingback_guard.domain.task import normalise_task_id
-
-if TYPE_CHECKING:
-    from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
-        APIGatewayProxyEventV2,
-    )
 
 
 def json_response(
@@ -83,9 +78,9 @@ class InvalidBodyError(ValueError):
 MAX_JSON_BODY_BYTES = 64 * 1024
 
 
-def json_body(request: APIGatewayProxyEventV2, max_bytes: int = MAX_JSON_BODY_BYTES) -> object:
+def json_body(request: Mapping[str, Any], max_bytes: int = MAX_JSON_BODY_BYTES) -> object:
     """The JSON document in the body (None when empty); any malformed input is InvalidBodyError."""
-    body = raw_body(request.raw_event)
+    body = raw_body(request)
     if body is None:
         raise InvalidBodyError("body is not valid base64")
     if not body:
@@ -96,6 +91,6 @@ def json_body(request: APIGatewayProxyEventV2, max_bytes: int = MAX_JSON_BODY_BY
         raise InvalidBodyError(str(error)) from None
 
 
-def path_task_id(request: APIGatewayProxyEventV2) -> str:
+def path_task_id(request: Mapping[str, Any]) -> str:
     """The route's ``{task_id}``, normalised; ValueError when it is not a task id."""
-    return normalise_task_id((request.path_parameters or {}).get("task_id", ""))
+    return normalise_task_id((request.get("pathParameters") or {}).get("task_id", ""))

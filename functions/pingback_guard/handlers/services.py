@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
+from pingback_guard.data.poller_state import DynamoDbPollerState
 from pingback_guard.data.request_budgets import DynamoDbRequestBudgets
 from pingback_guard.handlers.pingbacks import PingbackIssuer
-from pingback_guard.logic.get_task import ReadThroughPolicy, TaskQuery
+from pingback_guard.logic.get_task import PollerWatch, ReadThroughPolicy, TaskQuery
 from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
 from pingback_guard.logic.report import ReportService
 from pingback_guard.logic.request_budgets import Endpoint, KeyBudget, SharedBalance
@@ -16,8 +17,11 @@ from pingback_guard.observability import (
     count_provisional_discarded,
     count_registration_replaced,
 )
-from pingback_guard.provider.captchaai import RetryPolicy
-from pingback_guard.provider.configured_client import captchaai_client
+from pingback_guard.provider.configured_client import (
+    ProviderOnFirstUse,
+    captchaai_client,
+    single_attempt_client,
+)
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
 from pingback_guard.settings import (
     GetTaskSettings,
@@ -32,7 +36,7 @@ def submit_service(settings: SubmitSettings, pingbacks: PingbackIssuer) -> Submi
     return SubmitService(
         DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
         captchaai_client(settings.provider),
-        SqsDeadLetterQueue(aws_clients.sqs_client(), settings.dead_letter_queue_url),
+        SqsDeadLetterQueue(aws_clients.sqs_client_on_first_use(), settings.dead_letter_queue_url),
         pingbacks.pending,
         on_provisional_discarded=count_provisional_discarded,
         on_registration_replaced=count_registration_replaced,
@@ -40,10 +44,12 @@ def submit_service(settings: SubmitSettings, pingbacks: PingbackIssuer) -> Submi
 
 
 def task_query(settings: GetTaskSettings) -> TaskQuery:
+    dynamodb = aws_clients.dynamodb_client()
     return TaskQuery(
-        DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
-        # One attempt: a worker is waiting on this answer, and its next GET is the retry.
-        captchaai_client(settings.provider, retry=RetryPolicy(attempts=1)),
+        DynamoDbTaskStore(dynamodb, settings.table),
+        # One attempt: a worker is waiting on this answer, and its next GET is the retry. Made
+        # at the first read-through: most GETs never ask res.php.
+        ProviderOnFirstUse(lambda: single_attempt_client(settings.provider)),
         ReadThroughPolicy(
             CheckSchedule(
                 settings.read_through_interval_seconds, settings.read_through_max_gap_seconds
@@ -51,6 +57,7 @@ def task_query(settings: GetTaskSettings) -> TaskQuery:
             SolveTimes(default_seconds=settings.expected_solve_seconds),
         ),
         admin_principal_arn=settings.admin_principal_arn,
+        poller=PollerWatch(DynamoDbPollerState(dynamodb, settings.table.table_name)),
     )
 
 
@@ -79,6 +86,6 @@ def shared_balance(
     return SharedBalance(
         DynamoDbRequestBudgets(aws_clients.dynamodb_client(), budgets.table_name),
         # One attempt: a worker is waiting, and every other request serves the cached answer.
-        captchaai_client(provider, retry=RetryPolicy(attempts=1)),
+        single_attempt_client(provider),
         refresh_seconds,
     )

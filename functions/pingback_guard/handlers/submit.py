@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
-    APIGatewayProxyEventV2,
-)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard.domain.errors import (
@@ -42,7 +40,7 @@ service = submit_service(settings, pingbacks)
 
 @instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    request = APIGatewayProxyEventV2(event)
+    request = event
     try:
         owner, captcha = _caller_and_request(request)
     except _Refusal as refusal:
@@ -83,7 +81,7 @@ class _Refusal(Exception):
         self.reason = reason
 
 
-def _caller_and_request(request: APIGatewayProxyEventV2) -> tuple[str, CaptchaRequest]:
+def _caller_and_request(request: Mapping[str, Any]) -> tuple[str, CaptchaRequest]:
     owner = caller_principal(request)
     if owner is None:
         raise _Refusal(403, ApiError.FORBIDDEN, "no IAM principal")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -9,6 +10,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from pingback_guard.data.poller_state import PollerLeaseState, PollerState
 from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.errors import PingbackGuardError, ProviderAccountError
 from pingback_guard.domain.task import (
@@ -22,7 +24,12 @@ from pingback_guard.domain.task import (
 from pingback_guard.kinds.registry import kind_of, parse_answer
 from pingback_guard.logic.access import Access, access_of
 from pingback_guard.logic.pacing import MIN_RETRY_AFTER_SECONDS, paced
-from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
+from pingback_guard.logic.poll_schedule import (
+    KEEP_SWEEPING_AFTER_WORK_SECONDS,
+    RIDING_CHECKS,
+    CheckSchedule,
+    SolveTimes,
+)
 from pingback_guard.logic.results import Delivery, store_result, stored_delivery
 from pingback_guard.provider.answers import AnswerKind
 from pingback_guard.provider.client import ProviderClient
@@ -52,12 +59,26 @@ class Lookup:
 
 # Solved tasks already learned from, so a worker reading its result again is not a new sample.
 LEARNED_IDS_KEPT = 1000
+# How long a process trusts what it read of the poller's lease: an invocation holds it for a
+# minute, and one that stops gives it back; a stale answer moves one read-through by this much.
+POLLER_STATE_KEPT_SECONDS = 5.0
+# A busy poller's invocations sweep 55 s of each scheduled minute: the lease is free between
+# two for about 5 s and the invocation's start, and the tasks are still the poller's.
+BETWEEN_INVOCATIONS_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
 class ReadThroughPolicy:
-    """A task is first checked when its method is likely solved, then after gaps that grow with
-    its age (the poller's rule: where pingbacks arrive, most checks would be wasted).
+    """When a waiting worker's GET checks res.php itself, and when its next look is worth it.
+
+    While a poller invocation sweeps, it checks a young task every min gap from its early first
+    check (``ids=`` batches shared by every due task), so a GET only reads what it stored: the
+    read-through steps in past the poller's young checks, as the net for a poller that falls
+    behind (then after gaps that grow with the task's age). While none sweeps (a fresh or idle
+    stack: the schedule's next minute may be most of a minute away), the read-through checks on
+    the poller's own schedule instead. Either way a task is checked by one of them, not both:
+    checked by both, a task whose pingback arrives cost the GET workers' tasks more res.php
+    requests (1.2-1.3 a task on a fresh stack) and their answers were older.
 
     ``solve_times`` is learned in this process from the results its callers read (a pingback's
     arrival, a check's narrow window); until enough are seen, the configured expectation.
@@ -66,30 +87,78 @@ class ReadThroughPolicy:
     schedule: CheckSchedule
     solve_times: SolveTimes
 
-    def is_due(self, task: Task, now: float) -> bool:
+    def is_due(self, task: Task, now: float, poller_sweeping: bool) -> bool:
         # A contested task is decided by its pingback only: a fetched result would be nobody's.
         if task.status is not TaskStatus.PENDING or task.submitted_at is None or task.is_contested:
             return False
-        last = _last_check(task)
-        if last is None:
-            return now - task.submitted_at >= self.solve_times.likely_ready(_method(task))
-        return now >= self.schedule.after_check(task.submitted_at, last)
+        return now >= self._next_check(task, task.submitted_at, _last_check(task), poller_sweeping)
 
-    def next_check_at(self, task: Task, now: float, checked_now: bool) -> float:
-        """When a GET is next worth making: the moment its read-through (or the poller, on the
-        same schedule) checks res.php again. ``checked_now``: a check was made or claimed now."""
+    def next_check_at(
+        self, task: Task, now: float, checked_now: bool, poller_sweeping: bool
+    ) -> float:
+        """When a GET is next worth making: when the read-through or a sweeping poller checks
+        res.php next (and a result it finds is in the table). ``checked_now``: a check was made
+        or claimed just now."""
         submitted_at = task.submitted_at if task.submitted_at is not None else now
         last = now if checked_now else _last_check(task)
-        if last is None:
-            at = submitted_at + self.solve_times.likely_ready(_method(task))
-        else:
-            at = self.schedule.after_check(submitted_at, last)
+        at = self._next_check(task, submitted_at, last, poller_sweeping)
+        if poller_sweeping:
+            at = min(at, self._pollers_next_young_check(task, submitted_at, now))
         return max(at, now + MIN_RETRY_AFTER_SECONDS)
 
-    def gap(self, task: Task, now: float) -> float:
-        """The gap that guards the next claim: two callers who read the same item agree on it."""
-        last = _last_check(task)
-        return self.schedule.gap((now if last is None else last) - (task.submitted_at or now))
+    def claim_gap(self) -> float:
+        """The gap that guards a claim: two callers who read the same item (and both judged a
+        check due) make one check; no schedule checks one task more often than this."""
+        return self.schedule.min_gap_seconds
+
+    def _next_check(
+        self, task: Task, submitted_at: float, last: float | None, poller_sweeping: bool
+    ) -> float:
+        first = submitted_at + self.solve_times.first_check(_method(task))
+        young_until = first + RIDING_CHECKS * self.schedule.min_gap_seconds
+        if poller_sweeping:
+            if last is None or last < young_until:
+                return young_until
+            return self.schedule.after_check(submitted_at, last)
+        if last is None or last < first:
+            return first
+        if last < young_until:
+            return last + self.schedule.min_gap_seconds
+        return self.schedule.after_check(submitted_at, last)
+
+    def _pollers_next_young_check(self, task: Task, submitted_at: float, now: float) -> float:
+        """When a sweeping poller next checks the task while it is young: its first check, then
+        every min gap (a sweep interval apart: the result is in the table within one), +inf
+        once the young checks are spent."""
+        first = submitted_at + self.solve_times.first_check(_method(task))
+        gap = self.schedule.min_gap_seconds
+        if now < first:
+            return first + MIN_RETRY_AFTER_SECONDS
+        checks_done = math.floor((now - first) / gap) + 1
+        if checks_done >= RIDING_CHECKS:
+            return math.inf
+        return first + checks_done * gap + MIN_RETRY_AFTER_SECONDS
+
+
+class PollerWatch:
+    """Is the poller sweeping? Its lease, read at most once per POLLER_STATE_KEPT_SECONDS per
+    process, and only when a PENDING task's GET asks: an invocation holds it now, or a busy one
+    gave it back a moment ago and the next, a scheduled minute after its start, sweeps on."""
+
+    def __init__(self, state: PollerState) -> None:
+        self._state = state
+        self._lease = PollerLeaseState(None, None)
+        self._read_at = -math.inf
+
+    def sweeping(self, now: float) -> bool:
+        if now - self._read_at >= POLLER_STATE_KEPT_SECONDS:
+            self._lease = self._state.lease()
+            self._read_at = now
+        until, busy_at = self._lease.lease_until, self._lease.busy_at
+        if until is None:
+            return False
+        busy = busy_at is not None and now - busy_at < KEEP_SWEEPING_AFTER_WORK_SECONDS
+        return until > now or (busy and now - until < BETWEEN_INVOCATIONS_SECONDS)
 
 
 class TaskQuery:
@@ -100,10 +169,14 @@ class TaskQuery:
         policy: ReadThroughPolicy | None = None,
         admin_principal_arn: str = "",
         clock: Callable[[], float] = time.time,
+        poller: PollerWatch | None = None,
     ) -> None:
+        """``poller``: whether a poller invocation sweeps (None: never known to, as on a
+        stack whose poller is idle)."""
         self._store = store
         self._provider = provider
         self._policy = policy
+        self._poller = poller
         self._admin = admin_principal_arn
         self._clock = clock
         self._learned: OrderedDict[str, None] = OrderedDict()
@@ -126,15 +199,32 @@ class TaskQuery:
         if self._provider is None or self._policy is None or task.origin is TaskOrigin.SMOKE:
             return Lookup(worker_view(task, now))
         self._learn(task, self._policy.solve_times)
-        found = self._checked(task, now, self._provider, self._policy)
+        sweeping = self._poller_sweeping(task, now)
+        found = self._checked(task, now, self._provider, self._policy, sweeping)
         # Any read-through outcome means a check was made or claimed just now.
-        next_check_at = self._policy.next_check_at(task, now, found.read_through is not None)
+        checked = found.read_through is not None
+        next_check_at = self._policy.next_check_at(task, now, checked, sweeping)
         return replace(found, view=paced(found.view, next_check_at, now))
 
+    def _poller_sweeping(self, task: Task, now: float) -> bool:
+        """Asked only for a PENDING task (a final one needs no check and no hint); a lease that
+        cannot be read counts as no poller sweeping: the read-through then checks."""
+        if self._poller is None or task.status is not TaskStatus.PENDING:
+            return False
+        try:
+            return self._poller.sweeping(now)
+        except PingbackGuardError:
+            return False
+
     def _checked(
-        self, task: Task, now: float, provider: ProviderClient, policy: ReadThroughPolicy
+        self,
+        task: Task,
+        now: float,
+        provider: ProviderClient,
+        policy: ReadThroughPolicy,
+        sweeping: bool,
     ) -> Lookup:
-        if not policy.is_due(task, now):
+        if not policy.is_due(task, now, sweeping):
             return Lookup(worker_view(task, now))
         try:
             return self._read_through(task, now, provider, policy)
@@ -149,7 +239,7 @@ class TaskQuery:
     ) -> Lookup:
         # The conditional write settles the races between callers that the item just read (which
         # said a check is due) cannot see.
-        if not self._store.claim_read_through(task.task_id, now, policy.gap(task, now)):
+        if not self._store.claim_read_through(task.task_id, now, policy.claim_gap()):
             return Lookup(worker_view(task, now), ReadThroughOutcome.SKIPPED)
         answer = provider.get_results([task.task_id]).get(task.task_id)
         answered_at = self._clock()

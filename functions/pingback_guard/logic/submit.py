@@ -15,7 +15,8 @@ from pingback_guard.domain.errors import (
 from pingback_guard.domain.task import CaptchaRequest, NewTask, SubmissionOutcome, TaskOrigin
 from pingback_guard.kinds.registry import expected_solve_seconds
 from pingback_guard.logic import capability
-from pingback_guard.logic.poll_schedule import first_poll_delay, likely_ready_delay
+from pingback_guard.logic.pacing import MIN_RETRY_AFTER_SECONDS
+from pingback_guard.logic.poll_schedule import first_poll_delay
 from pingback_guard.provider.client import ProviderClient
 from pingback_guard.queue.dead_letter import DeadLetterQueue
 
@@ -75,11 +76,11 @@ class PendingTasks:
         )
 
     def first_look_at(self, task: NewTask) -> float:
-        """When the worker should first look: the result is likely ready by then (the stack's
-        own first check comes earlier, for a pingback that never arrives)."""
-        method = task.request.method
-        delay = likely_ready_delay(method, self._expected(method), self.callback_timeout_seconds)
-        return task.submitted_at + delay
+        """When the worker should first look: just after the stack's first check (the poller's,
+        or a GET's read-through while no poller sweeps), which finds a result whose pingback
+        was lost. Told the likely solve time instead, a worker held a result that had landed
+        before it (pingback delivered) until then: 14-16 s at p95."""
+        return task.first_poll_at + MIN_RETRY_AFTER_SECONDS
 
     def _expected(self, method: str) -> float:
         return expected_solve_seconds(method, self.expected_solve_seconds)

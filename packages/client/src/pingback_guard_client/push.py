@@ -18,11 +18,11 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from botocore.credentials import Credentials
-from websockets.exceptions import WebSocketException
+from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
 from pingback_guard_client.models import TaskView
@@ -33,6 +33,15 @@ logger = logging.getLogger(__name__)
 SUBSCRIBE_BATCH = 50
 RECENT_RESULTS_KEPT = 10_000
 _RECONNECT_SECONDS = (1.0, 2.0, 5.0, 10.0, 30.0)
+FORBIDDEN = 403
+# API Gateway answers 403 at $connect when the caller's IAM policy does not allow
+# execute-api:Invoke on the route (IAM authorization of a WebSocket API's $connect):
+# https://docs.aws.amazon.com/apigateway/latest/developerguide/apigateway-websocket-control-access-iam.html
+REFUSED_AT_CONNECT = (
+    "push refused at $connect (HTTP 403): this identity's IAM policy lacks execute-api:Invoke on"
+    " arn:aws:execute-api:<region>:<account>:<api-id>/<stage>/$connect; waiting by paced GETs"
+    " until it is granted"
+)
 
 
 class PushChannel:
@@ -45,8 +54,13 @@ class PushChannel:
         credentials: Credentials | None = None,
         *,
         connect_timeout: float = 5.0,
+        connector: Callable[..., ClientConnection] = connect,
     ) -> None:
         self._url = url
+        self._connector = connector
+        self.refused: str | None = None
+        """Why the stack refuses this client's connection (403 at $connect: a missing IAM
+        grant), None while it does not: wait() falls back to paced GETs meanwhile."""
         self._region = region
         self._credentials = credentials
         self._connect_timeout = connect_timeout
@@ -145,21 +159,35 @@ class PushChannel:
         failures = 0
         while not self._closed.is_set():
             try:
-                with connect(
+                with self._connector(
                     self._url,
                     additional_headers=signed_headers(self._url, self._region, self._credentials),
                     open_timeout=self._connect_timeout,
                 ) as connection:
                     failures = 0
+                    self.refused = None
                     self._serve(connection)
+            except InvalidStatus as error:
+                self._refused(error.response.status_code)
             except (OSError, WebSocketException, TimeoutError) as error:
                 logger.info("push connection unavailable: %s", type(error).__name__)
             finally:
                 self._set_connection(None)
                 self._attempted.set()
-            pause = _RECONNECT_SECONDS[min(failures, len(_RECONNECT_SECONDS) - 1)]
+            longest = len(_RECONNECT_SECONDS) - 1
+            pause = _RECONNECT_SECONDS[longest if self.refused else min(failures, longest)]
             failures += 1
             self._closed.wait(pause)
+
+    def _refused(self, status: int) -> None:
+        """Said once (a warning, and ``refused``) while the refusal lasts: a 403 does not go
+        away by retrying, and the retries stay at the longest pause."""
+        if status != FORBIDDEN:
+            logger.info("push connection refused: HTTP %s", status)
+            return
+        if self.refused is None:
+            self.refused = REFUSED_AT_CONNECT
+            logger.warning(REFUSED_AT_CONNECT)
 
     def _serve(self, connection: ClientConnection) -> None:
         self._set_connection(connection)

@@ -56,8 +56,10 @@ class Waiting:
         self._now = now
         self._deadline = clock() + timeout
         self._looked_at = clock()
-        # When the next GET is due without push: at once, or when the submit's hint says.
-        self._next_at = self._looked_at + (first_look_after or 0.0)
+        # When the next GET is due without push: at once, or when the submit's hint says (a
+        # worker that ignores hints looks at once: asking more never gets an older answer).
+        hinted = first_look_after if pacing.follow_hints else None
+        self._next_at = self._looked_at + (hinted or 0.0)
 
     def look(self, task: Callable[[str], TaskView]) -> Solution | None:
         """The solution once the task is final, None while it is not; an outage of the stack
