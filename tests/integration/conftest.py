@@ -87,16 +87,22 @@ def dynamodb_local() -> Iterator[DynamoDbLocal]:
 
 
 @pytest.fixture
-def dynamodb_local_store(
-    dynamodb_local: DynamoDbLocal, table_settings: TableSettings
-) -> DynamoDbTaskStore:
-    client = boto3.client(
+def dynamodb_local_client(dynamodb_local: DynamoDbLocal) -> Any:
+    """A DynamoDB client of the running DynamoDB Local."""
+    return boto3.client(
         "dynamodb",
         region_name="us-east-1",
         endpoint_url=dynamodb_local.endpoint_url,
         aws_access_key_id="local",
         aws_secret_access_key="local",
     )
+
+
+@pytest.fixture
+def dynamodb_local_store(
+    dynamodb_local_client: Any, table_settings: TableSettings
+) -> DynamoDbTaskStore:
+    client = dynamodb_local_client
     table_name = f"pingback-guard-tasks-{uuid.uuid4().hex[:12]}"
     create_tasks_table(client, table_name)
     settings = TableSettings(

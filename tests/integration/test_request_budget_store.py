@@ -10,7 +10,6 @@ from typing import Any
 import boto3
 import pytest
 
-from infra.dynamodb_local import DynamoDbLocal
 from infra.project_template import create_declared_table
 from pingback_guard.data.request_budgets import (
     BUDGET_PREFIX,
@@ -42,15 +41,8 @@ def moto_budgets(aws: None) -> DynamoDbRequestBudgets:
 
 
 @pytest.fixture
-def local_budgets(dynamodb_local: DynamoDbLocal) -> DynamoDbRequestBudgets:
-    client = boto3.client(
-        "dynamodb",
-        region_name="us-east-1",
-        endpoint_url=dynamodb_local.endpoint_url,
-        aws_access_key_id="local",
-        aws_secret_access_key="local",
-    )
-    return DynamoDbRequestBudgets(client, _table(client))
+def local_budgets(dynamodb_local_client: Any) -> DynamoDbRequestBudgets:
+    return DynamoDbRequestBudgets(dynamodb_local_client, _table(dynamodb_local_client))
 
 
 STORE_FIXTURES = {"dynamodb": "moto_budgets", "dynamodb-local": "local_budgets"}
