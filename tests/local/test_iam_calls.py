@@ -63,8 +63,37 @@ def key(task_id: str) -> dict[str, Any]:
             ],
         ),
         (
-            ApiCall("dynamodb", "BatchGetItem", {"RequestItems": {"Tasks": {"Keys": []}}}),
-            [IamRequest("dynamodb:BatchGetItem", TABLE)],
+            ApiCall(
+                "dynamodb",
+                "BatchGetItem",
+                {
+                    "RequestItems": {
+                        "Tasks": {
+                            "Keys": [
+                                {"task_id": {"S": "7"}},
+                                {"task_id": {"S": "#push-c"}},
+                                {"task_id": {"S": "7"}},
+                            ]
+                        }
+                    }
+                },
+            ),
+            [IamRequest("dynamodb:BatchGetItem", TABLE, ("7", "#push-c"))],
+        ),
+        (
+            ApiCall(
+                "dynamodb",
+                "BatchWriteItem",
+                {
+                    "RequestItems": {
+                        "Tasks": [
+                            {"PutRequest": {"Item": {"task_id": {"S": "#push-a"}}}},
+                            {"DeleteRequest": {"Key": {"task_id": {"S": "#push-b"}}}},
+                        ]
+                    }
+                },
+            ),
+            [IamRequest("dynamodb:BatchWriteItem", TABLE, ("#push-a", "#push-b"))],
         ),
         (
             ApiCall("sqs", "SendMessage", {"QueueUrl": QUEUE_URL, "MessageBody": "{}"}),

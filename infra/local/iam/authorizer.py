@@ -50,7 +50,7 @@ _ABSENT_FOR_ROLE_SESSIONS = frozenset(
 )
 _LEADING_KEYS = "dynamodb:LeadingKeys"
 # Actions whose partition keys calls.py does not read: a policy conditioned on them fails loudly.
-_NO_LEADING_KEYS = frozenset({"dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"})
+_NO_LEADING_KEYS = frozenset({"dynamodb:Query"})
 # Decisions kept per worker: the keys differ per partition key where a policy tests
 # dynamodb:LeadingKeys (one per WebSocket connection record), so the cache is bounded.
 _MAX_DECISIONS = 10_000

@@ -92,10 +92,31 @@ def _dynamodb(call: ApiCall, site: CallSite) -> list[IamRequest] | None:
         return [_transact_item(item, site) for item in params["TransactItems"]]
     if call.operation in ("BatchGetItem", "BatchWriteItem"):
         return [
-            IamRequest(f"dynamodb:{call.operation}", _table_arn(site, str(table)))
-            for table in params["RequestItems"]
+            IamRequest(
+                f"dynamodb:{call.operation}",
+                _table_arn(site, str(table)),
+                _batch_leading_keys(str(table), requests, site),
+            )
+            for table, requests in params["RequestItems"].items()
         ]
     return None
+
+
+def _batch_leading_keys(table: str, requests: Any, site: CallSite) -> tuple[str, ...] | None:
+    """Every partition key value a batch names in one table: BatchGetItem's Keys, or each
+    BatchWriteItem request's Key or Item (dynamodb:LeadingKeys is multivalued)."""
+    named = (
+        [{"Key": key} for key in requests.get("Keys", [])]
+        if isinstance(requests, Mapping)
+        else [operation for request in requests for operation in request.values()]
+    )
+    values: list[str] = []
+    for operation in named:
+        leading = _leading_keys({"TableName": table, **operation}, site)
+        if leading is None:
+            return None
+        values.extend(leading)
+    return tuple(dict.fromkeys(values))
 
 
 def _transact_item(item: Mapping[str, Any], site: CallSite) -> IamRequest:
