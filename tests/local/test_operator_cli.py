@@ -18,6 +18,8 @@ import pytest
 
 from infra.local import FaultRule, LocalOptions, LocalStack
 from infra.local.runtime.aws import FAKE_CREDENTIALS
+from pingback_guard.domain.task import DeliveryPath, TaskResult
+from pingback_guard.queue.dead_letter import encode_message
 from pingback_guard_cli.errors import ExitCode
 from pingback_guard_cli.main import run
 from tests.waiting import wait_until
@@ -161,9 +163,10 @@ def test_dlq_peek_shows_messages_without_their_token_and_leaves_them(
         [FaultRule(mode="delay", function="ReplayFunction", service="dynamodb", delay_seconds=60)]
     )
     try:
-        body = {"kind": "result", "task_id": "31337", "code": TOKEN, "reason": "test"}
+        # A well-formed result, so replay reaches the table (a malformed one fails at once).
+        result = TaskResult("31337", TOKEN, DeliveryPath.CALLBACK, time.time())
         stack.ready.aws_client("sqs").send_message(
-            QueueUrl=stack.ready.dlq_url, MessageBody=json.dumps(body)
+            QueueUrl=stack.ready.dlq_url, MessageBody=encode_message(result, "test")
         )
 
         def peeked() -> str:
