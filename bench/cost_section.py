@@ -43,7 +43,7 @@ from bench.template_facts import (
     index_attributes,
     template_facts,
 )
-from infra.project_template import project_template
+from infra.project_template import function_memory_mb, project_template
 
 HANDLERS_DIR = FUNCTIONS_DIR / "pingback_guard" / "handlers"
 COLD_START_METRIC = "ColdStart"
@@ -265,14 +265,13 @@ def fixed_inputs(measured: PathMeasurements, facts: TemplateFacts) -> FixedInput
 
 
 def busy_poller(measured: PathMeasurements, facts: TemplateFacts) -> BusyPoller:
-    poller = project_template()["Resources"]["PollerFunction"]["Properties"]
     deployed = deployed_poller_settings().policy
     empty = measured.paths["poller_empty"]
     return BusyPoller(
         invocations_per_month=facts.sweeps_per_month,
         run_seconds=deployed.run_seconds,
         sweep_interval_seconds=deployed.sweep_interval_seconds,
-        memory_mb=int(poller.get("MemorySize", facts.memory_mb)),
+        memory_mb=function_memory_mb(project_template(), "PollerFunction"),
         queries_per_sweep=empty.per_task(empty.tally.table_queries),
     )
 

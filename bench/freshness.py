@@ -31,7 +31,12 @@ from bench.outcome import Headline, SectionOutcome, markdown_table, number
 from bench.provider import API_KEY
 from infra.client_worker import GET_PERIOD_SECONDS, ClientWaiter, WaitMode
 from infra.local import LocalOptions, LocalStack
-from infra.project_template import TEMPLATE_PATH, parameter_default, project_template
+from infra.project_template import (
+    TEMPLATE_PATH,
+    function_memory_mb,
+    parameter_default,
+    project_template,
+)
 from infra.simulator import Faults, Simulator, SimulatorConfig, SolveTimeDistribution
 
 TASKS = int(os.environ.get("BENCH_FRESHNESS_TASKS", "30"))
@@ -325,7 +330,7 @@ def deployed(function: str) -> Deployed:
     own = template["Resources"][function]["Properties"]
     defaults = template["Globals"]["Function"]
     return Deployed(
-        memory_mb=int(own.get("MemorySize", defaults["MemorySize"])),
+        memory_mb=function_memory_mb(template, function),
         traced=own.get("Tracing", defaults["Tracing"]) == "Active",
     )
 

@@ -46,7 +46,12 @@ from bench.scale_model import (
 )
 from bench.template_facts import deployed_poller_settings
 from infra.chaos.kind_mix import KIND_MIX
-from infra.project_template import parameter_default, placeholder_environment, project_template
+from infra.project_template import (
+    function_memory_mb,
+    parameter_default,
+    placeholder_environment,
+    project_template,
+)
 from pingback_guard.domain.task import CaptchaRequest, DeliveryPath, TaskResult
 from pingback_guard.kinds.json_fields import request_from_json
 from pingback_guard.kinds.registry import lifetime_seconds
@@ -115,14 +120,14 @@ def default_sizing() -> Sizing:
     template = project_template()
     return Sizing(
         "defaults",
-        int(template["Resources"]["PollerFunction"]["Properties"]["MemorySize"]),
+        function_memory_mb(template, "PollerFunction"),
         float(parameter_default(template, "ApiThrottlingRateLimit")),
         float(parameter_default(template, "CallbackThrottlingRateLimit")),
     )
 
 
 # One vCPU for the poller, and the routes' throttles at twice the row's rate.
-SIZED_FOR_TARGET = Sizing("PollerFunction 1,769 MB, route throttles 200/s", 1769, 200, 200)
+SIZED_FOR_TARGET = Sizing("PollerMemorySize 1769, route throttles 200/s", 1769, 200, 200)
 
 
 @dataclass

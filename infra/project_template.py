@@ -45,6 +45,17 @@ def parameter_default(template: Mapping[str, Any], name: str) -> Any:
     return template["Parameters"][name]["Default"]
 
 
+def function_memory_mb(template: Mapping[str, Any], logical_id: str) -> int:
+    """A function's MemorySize as deployed with the defaults: its own (a number or a parameter's
+    Ref) or the Globals'."""
+    own = template["Resources"][logical_id]["Properties"].get("MemorySize")
+    if own is None:
+        return int(template["Globals"]["Function"]["MemorySize"])
+    if isinstance(own, Mapping):
+        return int(parameter_default(template, own["Ref"]))
+    return int(own)
+
+
 def create_tasks_table(client: Any, table_name: str) -> None:
     """Create the table exactly as template.yaml declares its keys and indexes."""
     create_declared_table(client, "TasksTable", table_name)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench import scale, scale_model
-from infra.project_template import parameter_default, project_template
+from infra.project_template import function_memory_mb, parameter_default, project_template
 
 ROOT = Path(__file__).resolve().parents[2]
 SCALE_DOC = (ROOT / "docs" / "scale.md").read_text()
@@ -41,7 +41,8 @@ def test_the_models_figures_are_the_benchmarks() -> None:
 
 
 @pytest.mark.parametrize(
-    "parameter", ["PollerRequestWorkers", "PollerMaxRequestsPerSweep", "DueShards"]
+    "parameter",
+    ["PollerRequestWorkers", "PollerMaxRequestsPerSweep", "DueShards", "PollerMemorySize"],
 )
 def test_the_defaults_it_states_are_the_templates(parameter: str) -> None:
     default = parameter_default(project_template(), parameter)
@@ -81,10 +82,10 @@ def test_the_readme_states_the_ceiling_at_the_defaults_and_how_to_raise_it() -> 
     assert f"`ApiThrottlingRateLimit` ({api}) admits {api} submits a" in paragraph
     callback = parameter_default(template, "CallbackThrottlingRateLimit")
     assert f"`CallbackThrottlingRateLimit` ({callback})" in paragraph
-    memory = template["Resources"]["PollerFunction"]["Properties"]["MemorySize"]
+    memory = function_memory_mb(template, "PollerFunction")
     assert f"the poller's CPU at {memory} MB gives out" in " ".join(paragraph.split())
     sized = scale.SIZED_FOR_TARGET.poller_memory_mb
-    assert f"`PollerFunction` at {sized:,} MB" in paragraph
+    assert f"`PollerMemorySize` {sized}" in paragraph
     for setting in ("PollerRequestWorkers", "PollerMaxRequestsPerSweep"):
         assert f"`{setting}`" in paragraph
 

@@ -11,6 +11,7 @@ from typing import Any
 import click
 import pytest
 
+from infra.project_template import function_memory_mb
 from pingback_guard.kinds.registry import METHODS
 from pingback_guard_cli.main import cli
 
@@ -114,7 +115,10 @@ def test_the_function_settings_operations_md_states_are_the_template_s(
     for name, body in template["Resources"].items():
         if body["Type"] != "AWS::Serverless::Function" or body["Properties"].get("CodeUri"):
             continue  # the example consumer, code from examples/, is documented with it
-        own = {key: body["Properties"].get(key, shared[key]) for key in ("MemorySize", "Tracing")}
+        own = {
+            "MemorySize": function_memory_mb(template, name),
+            "Tracing": body["Properties"].get("Tracing", shared["Tracing"]),
+        }
         if own == {key: shared[key] for key in own}:
             assert f"`{name}`" not in paragraph, f"{name} has the shared settings"
             continue

@@ -621,9 +621,8 @@ def test_translated_functions_really_get_globals(translated: dict[str, Any]) -> 
         assert properties["Architectures"] == ["arm64"]
         traced = "PassThrough" if name == "PushFunction" else "Active"
         assert properties["TracingConfig"] == {"Mode": traced}
-        assert properties["MemorySize"] == (
-            128 if name in {"PollerFunction", "PushFunction"} else 256
-        )
+        memory = {"PollerFunction": {"Ref": "PollerMemorySize"}, "PushFunction": 128}
+        assert properties["MemorySize"] == memory.get(name, 256)
         assert properties["LoggingConfig"]["LogGroup"] == {"Ref": f"{name}LogGroup"}
         assert properties["Handler"] == FUNCTIONS[name]
 
