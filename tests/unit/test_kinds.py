@@ -14,6 +14,7 @@ from pingback_guard.kinds.json_fields import provider_fields_from_json, request_
 from pingback_guard.kinds.registry import (
     KIND_BY_METHOD,
     InvalidFieldError,
+    expected_solve_seconds,
     parse_answer,
     parse_provider_fields,
     polled_alone,
@@ -346,9 +347,9 @@ def test_first_looks_come_just_after_each_kinds_first_check() -> None:
     learned per method once enough are seen. The stack's own first check comes at half that,
     and the worker's first look a second after it."""
     solve_times = SolveTimes(default_seconds=20.0)
-    assert solve_times.likely_ready("base64") == 8.0
-    assert solve_times.likely_ready("bls") == 6.0
-    assert solve_times.likely_ready("turnstile") == 20.0
+    assert expected_solve_seconds("base64", 20.0) == 8.0
+    assert expected_solve_seconds("bls", 20.0) == 6.0
+    assert expected_solve_seconds("turnstile", 20.0) == 20.0
     pending = PendingTasks(callback_timeout_seconds=60.0, clock=lambda: 1000.0)
     image = pending.new("1", CaptchaRequest("base64", {"phrase": "1"}), None, None)
     token = pending.new("2", CaptchaRequest("turnstile", {"sitekey": "0x4"}), None, None)
@@ -356,4 +357,4 @@ def test_first_looks_come_just_after_each_kinds_first_check() -> None:
     assert (image.first_poll_at, token.first_poll_at) == (1005.0, 1010.0)  # 2captcha: 5 s
     for _ in range(20):
         solve_times.observe("base64", 3.0)
-    assert solve_times.likely_ready("base64") == 5.0  # never before the provider's 5 s
+    assert solve_times.first_check("base64") == 5.0  # never before the provider's 5 s

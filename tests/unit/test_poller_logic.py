@@ -121,8 +121,8 @@ def test_not_ready_gaps_grow_with_the_task_age_and_checks_stay_few(
 def test_the_first_check_comes_early_half_the_expected_solve_time_until_learned() -> None:
     # Given nothing learned yet, expected solve time 40 s
     solve_times = SolveTimes(default_seconds=40)
-    # Then the poller first looks at 20 s, a worker is told to look at 40 s
-    assert (solve_times.first_check("turnstile"), solve_times.likely_ready("turnstile")) == (20, 40)
+    # Then the poller first looks at 20 s
+    assert solve_times.first_check("turnstile") == 20
     # and never before 2captcha allows (reCAPTCHA: 15 s, then images: 5 s)
     assert SolveTimes(default_seconds=20).first_check("userrecaptcha") == 15
     assert solve_times.first_check("base64") == 5
@@ -133,8 +133,8 @@ def test_once_learned_the_first_check_is_the_tenth_percentile_of_solve_times() -
     solve_times = SolveTimes(default_seconds=25)
     for seconds in range(11, 111):
         solve_times.observe("turnstile", seconds)
-    # Then the first check comes at the 10th of them, the worker's first look at the median
-    assert (solve_times.first_check("turnstile"), solve_times.likely_ready("turnstile")) == (20, 60)
+    # Then the first check comes at the 10th of them
+    assert solve_times.first_check("turnstile") == 20
 
 
 def test_a_lost_pingbacks_token_solved_early_is_found_at_the_early_first_check(

@@ -39,10 +39,6 @@ RIDING_CHECKS = 12
 KEEP_SWEEPING_AFTER_WORK_SECONDS = 600.0
 # How far ahead the poller looks for tasks that may ride along in a request it makes anyway.
 RIDE_AHEAD_SECONDS = 60.0
-# "Likely ready": the median of the method's observed solve times (a later quantile saves a few
-# requests when pingbacks arrive, but lost ones then wait: p75 made p95 token ages over 30 s).
-# A waiting worker's GET is worth making from then on (the read-through, the pacing hints).
-READY_QUANTILE = 0.5
 # The poller's first check comes early: a task solved before it waits for it, so with the first
 # check at the median a lost pingback's token solved at a third of the median was two thirds of
 # it old when found (a p95 of 13 s at a 25 s median). At the 10th percentile (half the expected
@@ -62,16 +58,6 @@ MAX_LEARNING_WINDOW_SECONDS = 30.0
 
 def earliest_first_check(method: str | None) -> float:
     return EARLIEST_FIRST_CHECK_SECONDS.get(method or "", DEFAULT_EARLIEST_FIRST_CHECK_SECONDS)
-
-
-def likely_ready_delay(
-    method: str, expected_solve_seconds: float, callback_timeout_seconds: float
-) -> float:
-    """Seconds after submit when a result is likely ready (the first look a waiting worker is
-    told to make), never later than the callback timeout, never earlier than the provider
-    allows a check."""
-    likely = min(expected_solve_seconds, callback_timeout_seconds)
-    return max(earliest_first_check(method), likely)
 
 
 def first_poll_delay(
@@ -107,10 +93,6 @@ class SolveTimes:
         if that window is narrow."""
         if latest - earliest <= MAX_LEARNING_WINDOW_SECONDS:
             self.observe(method, (earliest + latest) / 2 - submitted_at)
-
-    def likely_ready(self, method: str | None) -> float:
-        """Seconds after submit by which the method's task is likely solved."""
-        return self._quantile(method, READY_QUANTILE, 1.0)
 
     def first_check(self, method: str | None) -> float:
         """Seconds after submit of the poller's first check of the method's task: early."""
