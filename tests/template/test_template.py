@@ -745,7 +745,8 @@ def test_product_metric_alarms(resources: dict[str, Any], alarm: str, metric: st
             if "MetricStat" in query:
                 assert query["MetricStat"]["Metric"]["Namespace"] == "PingbackGuard"
                 assert query["MetricStat"]["Metric"]["Dimensions"] == SERVICE_DIMENSION
-        assert [q["Id"] for q in properties["Metrics"] if q["ReturnData"]] == ["conflicts"]
+        returned = "recovered" if alarm == "PollRecoveredAlarm" else "conflicts"
+        assert [q["Id"] for q in properties["Metrics"] if q["ReturnData"]] == [returned]
     if alarm == "PollRecoveredAlarm":
         assert properties["Threshold"] == {"Ref": "PollRecoveriesAlarmThreshold"}
         assert properties["ComparisonOperator"] == "GreaterThanThreshold"
