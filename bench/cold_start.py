@@ -33,7 +33,9 @@ BASELINE = "boto3"
 RUNS = 7
 PROFILE_RUNS = 3
 TOP_OFFENDERS = 5
-TARGET_RATIO = 1.5
+# Issue 33: every path a worker waits on within 1.6x; the nets are printed, not judged.
+TARGET_RATIO = 1.6
+WORKER_PATHS = ("submit", "get_task", "in_php", "res_php", "push", "callback")
 SAM_BUILD_DIR = ROOT / ".aws-sam" / "build"
 TIMER_SCRIPT = (
     "import importlib, sys, time\n"
@@ -283,8 +285,8 @@ def _outcome(
     offenders: dict[str, list[tuple[str, int]]],
     bundle: BundleSize,
 ) -> SectionOutcome:
-    worst = max(data.values(), key=lambda entry: entry["ratio_to_boto3"])["ratio_to_boto3"]
-    best = min(entry["ratio_to_boto3"] for entry in data.values())
+    judged = [entry["ratio_to_boto3"] for handler, entry in data.items() if handler in WORKER_PATHS]
+    worst, best = max(judged), min(judged)
     details = [
         f"`import boto3` alone: median {baseline * 1000:.0f} ms over {RUNS} fresh interpreters.",
         "",
@@ -320,7 +322,7 @@ def _outcome(
         },
         headlines=[
             Headline(
-                "Cold start ÷ `import boto3` (best .. worst handler)",
+                "Cold start ÷ `import boto3`, the worker's paths (best .. worst handler)",
                 f"{best:.2f}x .. {worst:.2f}x",
                 f"<= {TARGET_RATIO}x",
                 worst <= TARGET_RATIO,

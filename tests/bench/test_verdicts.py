@@ -10,7 +10,7 @@ import pytest
 import bench.cost_section
 import bench.freshness
 from bench.aws_counting import CallTally
-from bench.cold_start import TARGET_RATIO, BundleSize, ColdStarts
+from bench.cold_start import DEPLOYED_HANDLERS, TARGET_RATIO, WORKER_PATHS, BundleSize, ColdStarts
 from bench.cold_start import _outcome as cold_start_outcome
 from bench.cost import PRICES, Usage
 from bench.cost_section import cost_outcome
@@ -41,11 +41,22 @@ def only_verdict(outcome: SectionOutcome) -> str:
 @pytest.mark.parametrize(
     ("worst", "expected"), [(TARGET_RATIO, "met"), (TARGET_RATIO + 0.01, "MISSED")]
 )
-def test_cold_start_is_judged_on_the_worst_handler(worst: float, expected: str) -> None:
-    data = {"callback": {"ratio_to_boto3": 1.0}, "poller": {"ratio_to_boto3": worst}}
+def test_cold_start_is_judged_on_the_worst_worker_path(worst: float, expected: str) -> None:
+    data = {"callback": {"ratio_to_boto3": 1.0}, "res_php": {"ratio_to_boto3": worst}}
     bundle = BundleSize("build", 1, 1, 1, [])
     outcome = cold_start_outcome(0.3, ColdStarts(), [], data, {}, bundle)
     assert only_verdict(outcome) == expected
+
+
+def test_every_worker_path_judged_is_a_handler_the_template_deploys() -> None:
+    assert set(WORKER_PATHS) <= set(DEPLOYED_HANDLERS)
+
+
+def test_cold_start_of_a_net_no_worker_waits_on_is_printed_not_judged() -> None:
+    data = {"submit": {"ratio_to_boto3": 1.0}, "poller": {"ratio_to_boto3": TARGET_RATIO + 1}}
+    bundle = BundleSize("build", 1, 1, 1, [])
+    outcome = cold_start_outcome(0.3, ColdStarts(), [], data, {}, bundle)
+    assert only_verdict(outcome) == "met"
 
 
 def sweep(items_read: int, due_found: int = DUE_TASKS) -> SweepReads:

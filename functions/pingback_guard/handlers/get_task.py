@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from pingback_guard import aws_clients
 from pingback_guard.domain.errors import StoreError
 from pingback_guard.handlers.principal import own_task_route
 from pingback_guard.handlers.responses import (
@@ -21,7 +22,7 @@ from pingback_guard.observability import instrumented, logger, record_read_throu
 from pingback_guard.settings import GetTaskSettings
 
 settings = GetTaskSettings.from_env(os.environ)
-query = task_query(settings)
+query = task_query(settings, aws_clients.dynamodb_client())
 
 
 @instrumented

@@ -7,9 +7,6 @@ import os
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.data_classes.api_gateway_proxy_event import (
-    APIGatewayProxyEventV2,
-)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard import aws_clients
@@ -38,21 +35,21 @@ from pingback_guard.settings import CompatSubmitSettings
 
 settings = CompatSubmitSettings.from_env(os.environ)
 pingbacks = PingbackIssuer(settings.submit.pingbacks)
+dynamodb = aws_clients.dynamodb_client()
 service = CompatSubmit(
-    WorkerKeys(DynamoDbWorkerKeys(aws_clients.dynamodb_client(), settings.worker_keys_table)),
-    submit_service(settings.submit, pingbacks),
-    budget=key_budget(settings.budget, Endpoint.IN_PHP),
+    WorkerKeys(DynamoDbWorkerKeys(dynamodb, settings.worker_keys_table)),
+    submit_service(settings.submit, pingbacks, dynamodb),
+    budget=key_budget(settings.budget, Endpoint.IN_PHP, dynamodb),
     allow_loopback_pingbacks=settings.allow_loopback_pingbacks,
 )
 
 
 @instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    request = APIGatewayProxyEventV2(event)
     # Read as the submit takes them: an unknown key stops the body's parsing where it is read.
     fields = FieldsRead(protocol_pairs(event, MAX_SUBMIT_BODY_BYTES))
     try:
-        outcome = service.submit(fields, lambda: pingbacks.issue(request))
+        outcome = service.submit(fields, lambda: pingbacks.issue(event))
     except MalformedRequestError as error:
         outcome = Outcome(ProtocolAnswer.error(BAD_PARAMETERS), Event.REJECTED)
         logger.warning("in.php request unreadable", extra={"reason": str(error)})

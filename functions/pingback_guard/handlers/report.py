@@ -8,6 +8,7 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
+from pingback_guard import aws_clients
 from pingback_guard.domain.errors import (
     PingbackGuardError,
     ProviderAccountError,
@@ -27,14 +28,16 @@ from pingback_guard.handlers.responses import (
 from pingback_guard.handlers.services import report_service
 from pingback_guard.logic.report import InvalidReportError, parse_report
 from pingback_guard.observability import instrumented, logger, metrics
+from pingback_guard.provider.configured_client import captchaai_client
 from pingback_guard.settings import ReportSettings
 
 settings = ReportSettings.from_env(os.environ)
 service = report_service(
     settings.table,
-    settings.provider,
+    captchaai_client(settings.provider),
     settings.report_window_seconds,
     settings.admin_principal_arn,
+    aws_clients.dynamodb_client(),
 )
 
 REFUSALS = {

@@ -33,20 +33,27 @@ from pingback_guard.logic.compat import (
 from pingback_guard.logic.request_budgets import Endpoint
 from pingback_guard.logic.worker_keys import WorkerKeys
 from pingback_guard.observability import instrumented, logger, metrics, record_read_through
+from pingback_guard.provider.configured_client import ProviderOnFirstUse, captchaai_client
 from pingback_guard.settings import CompatResultSettings
 
 MAX_BODY_BYTES = 64 * 1024
 
 settings = CompatResultSettings.from_env(os.environ)
 reads = settings.get_task
+dynamodb = aws_clients.dynamodb_client()
 service = CompatResults(
-    WorkerKeys(DynamoDbWorkerKeys(aws_clients.dynamodb_client(), settings.worker_keys_table)),
-    task_query(reads),
+    WorkerKeys(DynamoDbWorkerKeys(dynamodb, settings.worker_keys_table)),
+    task_query(reads, dynamodb),
     report_service(
-        reads.table, reads.provider, settings.report_window_seconds, reads.admin_principal_arn
+        reads.table,
+        # Made at the first reportgood/reportbad: most requests are gets, which never need it.
+        ProviderOnFirstUse(lambda: captchaai_client(reads.provider)),
+        settings.report_window_seconds,
+        reads.admin_principal_arn,
+        dynamodb,
     ),
-    shared_balance(settings.budget, reads.provider, settings.balance_cache_seconds),
-    budget=key_budget(settings.budget, Endpoint.RES_PHP),
+    shared_balance(settings.budget, reads.provider, settings.balance_cache_seconds, dynamodb),
+    budget=key_budget(settings.budget, Endpoint.RES_PHP, dynamodb),
 )
 
 

@@ -1,7 +1,10 @@
 """The services the worker routes share, built once from a function's settings: the IAM routes
-(POST /tasks, GET /tasks/{id}, report) and the in.php/res.php ones make them the same way."""
+(POST /tasks, GET /tasks/{id}, report) and the in.php/res.php ones make them the same way, all of
+a function's stores on its one DynamoDB client."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
@@ -31,10 +34,17 @@ from pingback_guard.settings import (
     TableSettings,
 )
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
-def submit_service(settings: SubmitSettings, pingbacks: PingbackIssuer) -> SubmitService:
+    from pingback_guard.provider.client import ProviderClient
+
+
+def submit_service(
+    settings: SubmitSettings, pingbacks: PingbackIssuer, dynamodb: DynamoDBClient
+) -> SubmitService:
     return SubmitService(
-        DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
+        DynamoDbTaskStore(dynamodb, settings.table),
         captchaai_client(settings.provider),
         SqsDeadLetterQueue(aws_clients.sqs_client_on_first_use(), settings.dead_letter_queue_url),
         pingbacks.pending,
@@ -43,8 +53,7 @@ def submit_service(settings: SubmitSettings, pingbacks: PingbackIssuer) -> Submi
     )
 
 
-def task_query(settings: GetTaskSettings) -> TaskQuery:
-    dynamodb = aws_clients.dynamodb_client()
+def task_query(settings: GetTaskSettings, dynamodb: DynamoDBClient) -> TaskQuery:
     return TaskQuery(
         DynamoDbTaskStore(dynamodb, settings.table),
         # One attempt: a worker is waiting on this answer, and its next GET is the retry. Made
@@ -63,29 +72,36 @@ def task_query(settings: GetTaskSettings) -> TaskQuery:
 
 def report_service(
     table: TableSettings,
-    provider: ProviderSettings,
+    provider: ProviderClient,
     window_seconds: float,
     admin_principal_arn: str,
+    dynamodb: DynamoDBClient,
 ) -> ReportService:
     return ReportService(
-        DynamoDbTaskStore(aws_clients.dynamodb_client(), table),
-        captchaai_client(provider),
+        DynamoDbTaskStore(dynamodb, table),
+        provider,
         window_seconds,
         admin_principal_arn=admin_principal_arn,
     )
 
 
-def key_budget(settings: KeyBudgetSettings, endpoint: Endpoint) -> KeyBudget:
-    store = DynamoDbRequestBudgets(aws_clients.dynamodb_client(), settings.table_name)
+def key_budget(
+    settings: KeyBudgetSettings, endpoint: Endpoint, dynamodb: DynamoDBClient
+) -> KeyBudget:
+    store = DynamoDbRequestBudgets(dynamodb, settings.table_name)
     return KeyBudget(store, endpoint, settings.limits)
 
 
 def shared_balance(
-    budgets: KeyBudgetSettings, provider: ProviderSettings, refresh_seconds: float
+    budgets: KeyBudgetSettings,
+    provider: ProviderSettings,
+    refresh_seconds: float,
+    dynamodb: DynamoDBClient,
 ) -> SharedBalance:
     return SharedBalance(
-        DynamoDbRequestBudgets(aws_clients.dynamodb_client(), budgets.table_name),
+        DynamoDbRequestBudgets(dynamodb, budgets.table_name),
         # One attempt: a worker is waiting, and every other request serves the cached answer.
-        single_attempt_client(provider),
+        # Made at the first refresh: most res.php requests are gets.
+        ProviderOnFirstUse(lambda: single_attempt_client(provider)),
         refresh_seconds,
     )

@@ -9,6 +9,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from pingback_guard import aws_clients
 from pingback_guard.domain.errors import (
     ProviderAccountError,
     ProviderRejectedError,
@@ -35,7 +36,7 @@ from pingback_guard.settings import SubmitSettings
 
 settings = SubmitSettings.from_env(os.environ)
 pingbacks = PingbackIssuer(settings.pingbacks)
-service = submit_service(settings, pingbacks)
+service = submit_service(settings, pingbacks, aws_clients.dynamodb_client())
 
 
 @instrumented
