@@ -303,6 +303,11 @@ class InMemoryTaskStore:
             busy_at = self.lease.get("busy_at")
             return PollerLease(True, until, dict(samples), busy_at)  # type: ignore[call-overload,arg-type]
 
+    def mark_poller_busy(self, holder: str, busy_at: float) -> None:
+        with self._guarded():
+            if self.lease.get("holder") == holder:
+                self.lease["busy_at"] = busy_at
+
     def release_poller_lease(
         self,
         holder: str,

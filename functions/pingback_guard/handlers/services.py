@@ -10,10 +10,13 @@ from pingback_guard.data.request_budgets import DynamoDbRequestBudgets
 from pingback_guard.handlers.pingbacks import PingbackIssuer
 from pingback_guard.logic.get_task import PollerWatch, ReadThroughPolicy, TaskQuery
 from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
+from pingback_guard.logic.poller_wake import PollerWake
 from pingback_guard.logic.report import ReportService
 from pingback_guard.logic.request_budgets import Endpoint, KeyBudget, SharedBalance
 from pingback_guard.logic.submit import SubmitService
 from pingback_guard.observability import (
+    count_poller_wake_failed,
+    count_poller_woken,
     count_provisional_discarded,
     count_registration_replaced,
 )
@@ -30,16 +33,25 @@ from pingback_guard.settings import (
     SubmitSettings,
     TableSettings,
 )
+from pingback_guard.wake.poller import LambdaPollerWaker
 
 
 def submit_service(settings: SubmitSettings, pingbacks: PingbackIssuer) -> SubmitService:
+    dynamodb = aws_clients.dynamodb_client()
+    wake = PollerWake(
+        PollerWatch(DynamoDbPollerState(dynamodb, settings.table.table_name)),
+        LambdaPollerWaker(aws_clients.lambda_client_on_first_use(), settings.poller_function_name),
+        on_woken=count_poller_woken,
+        on_failed=count_poller_wake_failed,
+    )
     return SubmitService(
-        DynamoDbTaskStore(aws_clients.dynamodb_client(), settings.table),
+        DynamoDbTaskStore(dynamodb, settings.table),
         captchaai_client(settings.provider),
         SqsDeadLetterQueue(aws_clients.sqs_client_on_first_use(), settings.dead_letter_queue_url),
         pingbacks.pending,
         on_provisional_discarded=count_provisional_discarded,
         on_registration_replaced=count_registration_replaced,
+        after_recorded=wake.after_submit,
     )
 
 
