@@ -621,6 +621,19 @@ class InMemoryPollerState:
 
 
 @dataclass
+class FakePollerWaker:
+    """PollerWaker that counts the poller invocations started; ``failure`` makes each fail."""
+
+    woken: int = 0
+    failure: Callable[[], Exception] | None = None
+
+    def wake(self) -> None:
+        if self.failure:
+            raise self.failure()
+        self.woken += 1
+
+
+@dataclass
 class InMemoryPushReads:
     """PushReads over the in-memory stores; ``reads`` counts the table requests it stands for
     (each call one, as the DynamoDB one's single BatchGetItem)."""
