@@ -359,7 +359,8 @@ class SubmitSettings:
     dead_letter_queue_url: str
     pingbacks: PingbackIssueSettings
     poller_function_name: str
-    """Started when a task is recorded while no poller invocation sweeps on."""
+    wake_poller: bool
+    """Start the poller when a task is recorded while none sweeps on (PollerWakeOnSubmit)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> SubmitSettings:
@@ -370,6 +371,7 @@ class SubmitSettings:
             dead_letter_queue_url=env.url("DEAD_LETTER_QUEUE_URL"),
             pingbacks=PingbackIssueSettings.from_env(env),
             poller_function_name=env.text("POLLER_FUNCTION_NAME"),
+            wake_poller=env.flag("POLLER_WAKE_ON_SUBMIT"),
         )
 
 

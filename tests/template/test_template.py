@@ -48,6 +48,7 @@ FUNCTION_ENV = {
         "PUBLIC_BASE_URL",
         "CALLBACK_TIMEOUT_SECONDS",
         "POLLER_FUNCTION_NAME",
+        "POLLER_WAKE_ON_SUBMIT",
     },
     "PushFunction": {"PUSH_MANAGEMENT_ENDPOINT"},
     "GetTaskFunction": {
@@ -80,6 +81,7 @@ FUNCTION_ENV = {
     "CompatSubmitFunction": {
         "WORKER_KEYS_TABLE_NAME",
         "POLLER_FUNCTION_NAME",
+        "POLLER_WAKE_ON_SUBMIT",
         "CALLBACK_SECRET_ID",
         "DEAD_LETTER_QUEUE_URL",
         "PROVIDER_BASE_URL",
@@ -1224,6 +1226,7 @@ def test_submit_may_wake_the_poller_only(
     assert statements["WakePoller"]["Resource"] == {"Fn::GetAtt": ["PollerFunction", "Arn"]}
     variables = resources[function]["Properties"]["Environment"]["Variables"]
     assert variables["POLLER_FUNCTION_NAME"] == {"Ref": "PollerFunction"}
+    assert variables["POLLER_WAKE_ON_SUBMIT"] == {"Ref": "PollerWakeOnSubmit"}
     # and no other function may start a function
     for other in set(FUNCTIONS) - set(SUBMITTERS):
         for statement in role_statements(resources, other):

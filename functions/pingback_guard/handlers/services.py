@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.data.poller_state import DynamoDbPollerState
@@ -35,15 +38,12 @@ from pingback_guard.settings import (
 )
 from pingback_guard.wake.poller import LambdaPollerWaker
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
 
 def submit_service(settings: SubmitSettings, pingbacks: PingbackIssuer) -> SubmitService:
     dynamodb = aws_clients.dynamodb_client()
-    wake = PollerWake(
-        PollerWatch(DynamoDbPollerState(dynamodb, settings.table.table_name)),
-        LambdaPollerWaker(aws_clients.lambda_client_on_first_use(), settings.poller_function_name),
-        on_woken=count_poller_woken,
-        on_failed=count_poller_wake_failed,
-    )
     return SubmitService(
         DynamoDbTaskStore(dynamodb, settings.table),
         captchaai_client(settings.provider),
@@ -51,8 +51,20 @@ def submit_service(settings: SubmitSettings, pingbacks: PingbackIssuer) -> Submi
         pingbacks.pending,
         on_provisional_discarded=count_provisional_discarded,
         on_registration_replaced=count_registration_replaced,
-        after_recorded=wake.after_submit,
+        after_recorded=_poller_wake(settings, dynamodb),
     )
+
+
+def _poller_wake(settings: SubmitSettings, dynamodb: DynamoDBClient) -> Callable[[], object]:
+    if not settings.wake_poller:
+        return lambda: None
+    wake = PollerWake(
+        PollerWatch(DynamoDbPollerState(dynamodb, settings.table.table_name)),
+        LambdaPollerWaker(aws_clients.lambda_client_on_first_use(), settings.poller_function_name),
+        on_woken=count_poller_woken,
+        on_failed=count_poller_wake_failed,
+    )
+    return wake.after_submit
 
 
 def task_query(settings: GetTaskSettings) -> TaskQuery:
