@@ -27,6 +27,7 @@ PLACEHOLDER_IDS = {
     ),
     "PushApi": "a1b2c3d4e5",
     "PushApiStage": "v1",
+    "PollerFunction": "pingback-guard-PollerFunction-1A2B3C4D5E6F",
 }
 TABLE_KEYS_MOTO_TAKES = (
     "AttributeDefinitions",

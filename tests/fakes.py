@@ -303,6 +303,11 @@ class InMemoryTaskStore:
             busy_at = self.lease.get("busy_at")
             return PollerLease(True, until, dict(samples), busy_at)  # type: ignore[call-overload,arg-type]
 
+    def mark_poller_busy(self, holder: str, busy_at: float) -> None:
+        with self._guarded():
+            if self.lease.get("holder") == holder:
+                self.lease["busy_at"] = busy_at
+
     def release_poller_lease(
         self,
         holder: str,
@@ -613,6 +618,19 @@ class InMemoryPollerState:
             None if until is None else float(until),  # type: ignore[arg-type]
             None if busy_at is None else float(busy_at),  # type: ignore[arg-type]
         )
+
+
+@dataclass
+class FakePollerWaker:
+    """PollerWaker that counts the poller invocations started; ``failure`` makes each fail."""
+
+    woken: int = 0
+    failure: Callable[[], Exception] | None = None
+
+    def wake(self) -> None:
+        if self.failure:
+            raise self.failure()
+        self.woken += 1
 
 
 @dataclass

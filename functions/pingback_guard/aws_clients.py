@@ -47,6 +47,15 @@ def bounded_config(calls: StoreCallSettings) -> Config:
     )
 
 
+# A submit a worker waits on makes this call: one attempt, bounded to 2 s; the poller's schedule
+# is the net when it fails.
+WAKE_CONFIG = Config(
+    connect_timeout=1,
+    read_timeout=1,
+    retries={"mode": "standard", "total_max_attempts": 1},
+)
+
+
 def sqs_client() -> SQSClient:
     return boto3.client("sqs", config=FAST_AWS_CONFIG)
 
@@ -68,6 +77,11 @@ class _MadeOnFirstUse:
 def sqs_client_on_first_use() -> SQSClient:
     """For a submit, which sends to the dead-letter queue only when the table refuses."""
     return cast("SQSClient", _MadeOnFirstUse(sqs_client))
+
+
+def lambda_client_on_first_use() -> Any:
+    """For the poller's wake, which most submits never make."""
+    return _MadeOnFirstUse(lambda: boto3.client("lambda", config=WAKE_CONFIG))
 
 
 def callback_secrets_reader(

@@ -48,6 +48,17 @@ def count_provisional_discarded(task: NewTask) -> None:
     logger.warning("provisional result discarded", extra={"task_id": task.task_id})
 
 
+def count_poller_woken() -> None:
+    metrics.add_metric(name="PollerWoken", unit=MetricUnit.Count, value=1)
+
+
+def count_poller_wake_failed(reason: str) -> None:
+    """The submit goes on: the schedule's next invocation checks the task (the reason is an
+    error code, never a request's content)."""
+    metrics.add_metric(name="PollerWakeFailed", unit=MetricUnit.Count, value=1)
+    logger.warning("poller wake failed", extra={"reason": reason})
+
+
 def count_registration_replaced(task: NewTask) -> None:
     """This stack's own submit took an id a worker had registered: a guessed id, or a race."""
     metrics.add_metric(name="RegistrationReplaced", unit=MetricUnit.Count, value=1)

@@ -358,6 +358,9 @@ class SubmitSettings:
     provider: ProviderSettings
     dead_letter_queue_url: str
     pingbacks: PingbackIssueSettings
+    poller_function_name: str
+    wake_poller: bool
+    """Start the poller when a task is recorded while none sweeps on (PollerWakeOnSubmit)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> SubmitSettings:
@@ -367,6 +370,8 @@ class SubmitSettings:
             provider=ProviderSettings.from_env(env),
             dead_letter_queue_url=env.url("DEAD_LETTER_QUEUE_URL"),
             pingbacks=PingbackIssueSettings.from_env(env),
+            poller_function_name=env.text("POLLER_FUNCTION_NAME"),
+            wake_poller=env.flag("POLLER_WAKE_ON_SUBMIT"),
         )
 
 

@@ -29,6 +29,7 @@ from infra.local.events.scheduler import ScheduleRunner
 from infra.local.iam.evaluator import EvaluatorSidecar
 from infra.local.iam.profiles import authorization_profiles
 from infra.local.lambda_.functions import FunctionSpec, function_specs
+from infra.local.lambda_.invoke_api import LambdaInvokeApi, endpoint_url, lambda_invoke_server
 from infra.local.lambda_.pool import FunctionPool, Invocation, worker_environment
 from infra.local.lambda_.triggers import FunctionIndex, http_routes, queue_sources, schedules
 from infra.local.pipes.stream_pipe import StreamPipe
@@ -52,6 +53,8 @@ DLQ_URL_OUTPUT = "DeadLetterQueueUrl"
 PARKING_QUEUE_URL_OUTPUT = "ParkingQueueUrl"
 PROVIDER_BASE_URL_VARIABLE = "PROVIDER_BASE_URL"
 PUBLIC_BASE_URL_VARIABLE = "PUBLIC_BASE_URL"
+# botocore's endpoint for one service: a function's Lambda calls reach the runtime, not moto.
+LAMBDA_ENDPOINT_VARIABLE = "AWS_ENDPOINT_URL_LAMBDA"
 _TRIGGER_STOP_SECONDS = 3.0
 # Template parameters the local runtime sets unless overridden: the example result consumer runs
 # so that the events path (stream, pipe, bus, rule target) is exercised end to end.
@@ -169,6 +172,7 @@ class LocalStack(Service):
         self._event_bus: LocalEventBus | None = None
         self._event_pipes: list[StreamPipe] = []
         self._control: LocalHttpServer | None = None
+        self._lambda_api: LocalHttpServer | None = None
         self._cloudwatch: LocalCloudWatch | None = None
         self._iam_evaluator: EvaluatorSidecar | None = None
         self._ready: ReadyInfo | None = None
@@ -195,6 +199,7 @@ class LocalStack(Service):
         """
         steps: list[tuple[str, Callable[[], None]]] = [
             ("control API", self._stop_control),
+            ("Lambda Invoke API", self._stop_lambda_api),
             ("alarm evaluation", self._stop_cloudwatch),
             ("gateway", self._stop_accepting),
             ("WebSocket APIs", self._stop_websocket_apis),
@@ -292,6 +297,9 @@ class LocalStack(Service):
             "websocket_apis": {
                 api.spec.logical_id: api.stats.to_json() for api in self._websocket_apis
             },
+            "lambda_invoke_api": self._lambda_invoke_api().stats.to_json()
+            if self._lambda_api is not None
+            else {},
         }
 
     def published_events(self) -> list[dict[str, Any]]:
@@ -348,6 +356,8 @@ class LocalStack(Service):
         assert self._gateway is not None
         self._start_websocket_apis(stack, functions)
         authorizations = self._authorizations(stack, specs, endpoint, log_dir)
+        self._lambda_api = lambda_invoke_server(functions, self.invoke)
+        self._lambda_api.start()
         self._start_pools(specs, authorizations, endpoint, log_dir)
         self._start_triggers(stack, functions, endpoint)
         self._start_result_events(stack, functions, endpoint)
@@ -458,7 +468,8 @@ class LocalStack(Service):
     def _local_variables(self, spec: FunctionSpec) -> dict[str, str]:
         """What the runtime changes in a function's environment to run on this machine."""
         assert self._gateway is not None
-        variables: dict[str, str] = {}
+        assert self._lambda_api is not None
+        variables: dict[str, str] = {LAMBDA_ENDPOINT_VARIABLE: endpoint_url(self._lambda_api)}
         if self.options.provider_url and PROVIDER_BASE_URL_VARIABLE in spec.environment:
             variables[PROVIDER_BASE_URL_VARIABLE] = self.options.provider_url
         if spec.environment.get(PUBLIC_BASE_URL_VARIABLE) == "":
@@ -583,6 +594,16 @@ class LocalStack(Service):
         if self._control is not None:
             self._control.stop()
             self._control = None
+
+    def _stop_lambda_api(self) -> None:
+        if self._lambda_api is not None:
+            self._lambda_api.stop()
+            self._lambda_api = None
+
+    def _lambda_invoke_api(self) -> LambdaInvokeApi:
+        assert self._lambda_api is not None
+        api: LambdaInvokeApi = self._lambda_api.app
+        return api
 
     def _stop_cloudwatch(self) -> None:
         if self._cloudwatch is not None:

@@ -306,6 +306,14 @@ def test_one_poller_lease_at_a_time_and_what_it_learned_survives(store: TaskStor
     assert store.acquire_poller_lease("c", now=1031.0, until=1090.0).busy_at == 1015.0
 
 
+def test_a_holder_says_it_has_work_before_it_gives_the_lease_back(store: TaskStore) -> None:
+    store.acquire_poller_lease("a", now=1000.0, until=1060.0)
+    store.mark_poller_busy("someone-else", 1001.0)  # not its lease: nothing
+    store.mark_poller_busy("a", 1002.0)
+    store.release_poller_lease("a", now=1003.0, solve_samples={})
+    assert store.acquire_poller_lease("b", now=1004.0, until=1064.0).busy_at == 1002.0
+
+
 def test_an_abandoned_lease_ends_by_itself(store: TaskStore) -> None:
     assert store.acquire_poller_lease("crashed", now=1000.0, until=1060.0).acquired
     assert store.acquire_poller_lease("next", now=1060.0, until=1120.0).acquired

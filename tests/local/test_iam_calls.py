@@ -23,6 +23,9 @@ def key(task_id: str) -> dict[str, Any]:
     return {"task_id": {"S": task_id}}
 
 
+POLLER_ARN = "arn:aws:lambda:eu-west-1:123456789012:function:poller"
+
+
 @pytest.mark.parametrize(
     ("call", "expected"),
     [
@@ -177,6 +180,22 @@ def key(task_id: str) -> dict[str, Any]:
             [IamRequest("sns:Publish", "arn:aws:sns:eu-west-1:123456789012:alarms")],
         ),
         (ApiCall("sts", "GetCallerIdentity", {}), []),
+        (
+            ApiCall("lambda", "Invoke", {"FunctionName": "poller", "InvocationType": "Event"}),
+            [IamRequest("lambda:InvokeFunction", POLLER_ARN)],
+        ),
+        (
+            ApiCall("lambda", "Invoke", {"FunctionName": "poller", "Qualifier": "live"}),
+            [IamRequest("lambda:InvokeFunction", f"{POLLER_ARN}:live")],
+        ),
+        (
+            ApiCall("lambda", "Invoke", {"FunctionName": "123456789012:function:poller:7"}),
+            [IamRequest("lambda:InvokeFunction", f"{POLLER_ARN}:7")],
+        ),
+        (
+            ApiCall("lambda", "Invoke", {"FunctionName": POLLER_ARN}),
+            [IamRequest("lambda:InvokeFunction", POLLER_ARN)],
+        ),
     ],
     ids=lambda value: value.operation if isinstance(value, ApiCall) else "",
 )

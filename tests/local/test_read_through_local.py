@@ -33,6 +33,8 @@ STACK_OPTIONS: dict[str, Any] = {
         "CallbackTimeoutSeconds": "10",
         "PollBackoffBaseSeconds": "600",
         "PollBackoffMaxSeconds": "3600",
+        # No invocation sweeps, as on a stack whose wake failed: the read-through is the net.
+        "PollerWakeOnSubmit": "false",
     },
 }
 TASK = {

@@ -47,7 +47,8 @@ def _statements(template: dict[str, Any], role: str) -> list[dict[str, Any]]:
 def broken_copy(document: dict[str, Any]) -> dict[str, Any]:
     """CompatSubmitFunctionRole missing from the queue policy's senders; GetTaskFunctionRole
     without its ReadTask grant; ReplayFunctionRole granted a send and tagged as an operator;
-    CallbackFunctionRole granted sns:Publish on the alarm topic."""
+    CallbackFunctionRole granted sns:Publish on the alarm topic; SubmitFunctionRole without its
+    WakePoller grant."""
     broken = copy.deepcopy(document)
     resources = broken["Resources"]
     statements = resources["DeadLetterQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
@@ -56,6 +57,8 @@ def broken_copy(document: dict[str, Any]) -> dict[str, Any]:
     senders[:] = [arn for arn in senders if "CompatSubmitFunctionRole" not in str(arn)]
     get_task = _statements(broken, "GetTaskFunctionRole")
     get_task[:] = [s for s in get_task if s["Sid"] != "ReadTask"]
+    submit = _statements(broken, "SubmitFunctionRole")
+    submit[:] = [s for s in submit if s["Sid"] != "WakePoller"]
     _statements(broken, "ReplayFunctionRole").append(
         {
             "Sid": "OperatorRedrive",
@@ -238,6 +241,47 @@ def test_push_manages_connections_of_its_own_api_stage_only(
     assert refusal is not None
     response, parsed = push.denied_response("apigatewaymanagementapi", refusal)
     assert (response.status_code, parsed["Error"]["Code"]) == (403, "ForbiddenException")
+
+
+def invoke(stack: DeployedStack, function: str) -> ApiCall:
+    name = stack.resources.physical_id(function)
+    return ApiCall("lambda", "Invoke", {"FunctionName": name, "InvocationType": "Event"})
+
+
+def test_a_submit_may_start_the_poller_and_no_other_function(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    stack = deployed["real"]
+    for function in ("SubmitFunction", "CompatSubmitFunction"):
+        submit = authorizer(stack, function, evaluator)
+        assert submit.refusal(invoke(stack, "PollerFunction")) is None, function
+        assert submit.refusal(invoke(stack, "CallbackFunction")) is not None, function
+        # and reads the poller's lease item, no task
+        assert submit.refusal(tasks_item_call(stack, "GetItem", "#poller-lease")) is None
+        assert submit.refusal(tasks_item_call(stack, "GetItem", "task-1")) is not None
+    get_task = authorizer(stack, "GetTaskFunction", evaluator)
+    assert get_task.refusal(invoke(stack, "PollerFunction")) is not None
+
+
+def test_a_submit_without_the_wake_grant_gets_lambdas_access_denied(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    stack = deployed["broken"]
+    submit = authorizer(stack, "SubmitFunction", evaluator)
+    refusal = submit.refusal(invoke(stack, "PollerFunction"))
+    assert refusal is not None and not refusal.decision.explicit_deny
+    response, parsed = submit.denied_response("lambda", refusal)
+    session = profile(stack, "SubmitFunction").session_arn
+    poller_arn = f"arn:aws:lambda:{REGION}:123456789012:function:" + str(
+        stack.resources.physical_id("PollerFunction")
+    )
+    assert response.status_code == 403
+    assert parsed["Error"] == {
+        "Code": "AccessDeniedException",
+        "Message": f"User: {session} is not authorized to perform: lambda:InvokeFunction on"
+        f" resource: {poller_arn} because no identity-based policy allows the"
+        " lambda:InvokeFunction action",
+    }
 
 
 def test_secrets_and_parameters_are_granted_per_function(

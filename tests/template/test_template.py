@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pingback_guard.data.poller_lease import POLLER_LEASE_KEY
 from tests.template.conftest import (
     EXAMPLE_FUNCTIONS,
     FUNCTIONS,
@@ -46,6 +47,8 @@ FUNCTION_ENV = {
         "PROVIDER_API_KEY_PARAMETER",
         "PUBLIC_BASE_URL",
         "CALLBACK_TIMEOUT_SECONDS",
+        "POLLER_FUNCTION_NAME",
+        "POLLER_WAKE_ON_SUBMIT",
     },
     "PushFunction": {"PUSH_MANAGEMENT_ENDPOINT"},
     "GetTaskFunction": {
@@ -77,6 +80,8 @@ FUNCTION_ENV = {
     "ReplayFunction": set(),
     "CompatSubmitFunction": {
         "WORKER_KEYS_TABLE_NAME",
+        "POLLER_FUNCTION_NAME",
+        "POLLER_WAKE_ON_SUBMIT",
         "CALLBACK_SECRET_ID",
         "DEAD_LETTER_QUEUE_URL",
         "PROVIDER_BASE_URL",
@@ -107,8 +112,11 @@ FUNCTION_ENV = {
 # Least privilege: exactly these actions on exactly these resources, beyond own logs and X-Ray.
 TABLE = "TasksTable"
 EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
+    # The lease item's read and the poller's start: test_submit_may_wake_the_poller_only.
     "SubmitFunction": {
         "dynamodb:UpdateItem": {TABLE},
+        "dynamodb:GetItem": {TABLE},
+        "lambda:InvokeFunction": {"PollerFunction"},
         "sqs:SendMessage": {"DeadLetterQueue"},
         "secretsmanager:GetSecretValue": {"CallbackSecret"},
         "ssm:GetParameter": {"ProviderApiKeyParameterName"},
@@ -153,7 +161,8 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
     # in.php / res.php: the submit's and the reads' grants, plus reading a worker key's record.
     # And each key's request budget (RequestBudgetsTable); res.php also the cached balance.
     "CompatSubmitFunction": {
-        "dynamodb:GetItem": {"WorkerKeysTable"},
+        "dynamodb:GetItem": {"WorkerKeysTable", TABLE},
+        "lambda:InvokeFunction": {"PollerFunction"},
         "dynamodb:UpdateItem": {TABLE, "RequestBudgetsTable"},
         "sqs:SendMessage": {"DeadLetterQueue"},
         "secretsmanager:GetSecretValue": {"CallbackSecret"},
@@ -1197,6 +1206,31 @@ def test_push_writes_no_task(resources: dict[str, Any]) -> None:
     assert [w["Condition"] for w in writes] == [
         {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["#push-*"]}}
     ]
+
+
+SUBMITTERS = ("SubmitFunction", "CompatSubmitFunction")
+
+
+@pytest.mark.parametrize("function", SUBMITTERS)
+def test_submit_may_wake_the_poller_only(
+    template: dict[str, Any], resources: dict[str, Any], function: str
+) -> None:
+    """A submit reads the poller's lease item and nothing else of the table, and may invoke
+    the poller function only, whose name its environment carries."""
+    statements = {s["Sid"]: s for s in role_statements(resources, function)}
+    assert statements["ReadPollerLease"]["Action"] == "dynamodb:GetItem"
+    assert statements["ReadPollerLease"]["Condition"] == {
+        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [POLLER_LEASE_KEY]}
+    }
+    assert statements["WakePoller"]["Action"] == "lambda:InvokeFunction"
+    assert statements["WakePoller"]["Resource"] == {"Fn::GetAtt": ["PollerFunction", "Arn"]}
+    variables = resources[function]["Properties"]["Environment"]["Variables"]
+    assert variables["POLLER_FUNCTION_NAME"] == {"Ref": "PollerFunction"}
+    assert variables["POLLER_WAKE_ON_SUBMIT"] == {"Ref": "PollerWakeOnSubmit"}
+    # and no other function may start a function
+    for other in set(FUNCTIONS) - set(SUBMITTERS):
+        for statement in role_statements(resources, other):
+            assert not any(a.startswith("lambda:") for a in as_list(statement["Action"])), other
 
 
 def test_push_connect_needs_iam_and_the_push_rule_reads_the_result_bus(

@@ -47,6 +47,20 @@ class PollerLeases:
             float_or_none(item.get("busy_at")),
         )
 
+    def mark_poller_busy(self, holder: str, busy_at: float) -> None:
+        try:
+            self._table.call(
+                "UpdateItem",
+                self._table.client.update_item,
+                TableName=self._table.name,
+                Key={"task_id": {"S": POLLER_LEASE_KEY}},
+                UpdateExpression="SET busy_at = :busy",
+                ConditionExpression="holder = :holder",
+                ExpressionAttributeValues=values(holder=holder, busy=busy_at),
+            )
+        except ConditionRefused:
+            return
+
     def release_poller_lease(
         self,
         holder: str,

@@ -91,6 +91,10 @@ class TaskStore(Protocol):
         """Free the lease if ``holder`` still has it, keeping what the poller learned and when it
         last had a task to check."""
 
+    def mark_poller_busy(self, holder: str, busy_at: float) -> None:
+        """Say that a holder has a task to check since ``busy_at``, if ``holder`` still has the
+        lease (else nothing)."""
+
     def claim_read_through(self, task_id: str, now: float, interval_seconds: float) -> bool:
         """Guard of a worker-triggered res.php check: True for at most one caller per interval,
         and only while the task is PENDING."""

@@ -90,3 +90,8 @@ class ConnectionGoneError(PushError):
 
 class ForwardFailedError(PingbackGuardError):
     """A worker's own pingback URL did not take a forwarded result: retried, then parked."""
+
+
+class PollerWakeError(PingbackGuardError):
+    """The poller could not be started now (throttled, refused, unreachable): the schedule's
+    next invocation is the net."""

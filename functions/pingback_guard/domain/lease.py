@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 
 @dataclass(frozen=True)
@@ -14,3 +15,24 @@ class PollerLease:
     solve_samples: dict[str, list[float]] = field(default_factory=dict)
     busy_at: float | None = None
     """When a holder last had a task to check: None if never."""
+
+
+class PollerStart(StrEnum):
+    """Why a poller invocation runs, from its event's ``source``: what it does when another
+    invocation holds the lease."""
+
+    SCHEDULED = "pingback-guard.scheduler"
+    """The schedule's (template Input): takes over from a holder that stops before it would."""
+    WOKEN = "pingback-guard.wake"
+    """Started by a submit while no invocation swept: takes over the same way, and has work from
+    its start (the task just recorded), so it sweeps to its end."""
+    ALONE = "other"
+    """Any other event (an operator's or a test's invoke): gives way to a holder."""
+
+    @classmethod
+    def of(cls, event: object) -> PollerStart:
+        source = event.get("source") if isinstance(event, dict) else None
+        for start in (cls.SCHEDULED, cls.WOKEN):
+            if source == start.value:
+                return start
+        return cls.ALONE

@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
+from pingback_guard.domain.lease import PollerStart
 from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService, SweepReport
 from pingback_guard.observability import (
@@ -85,10 +86,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="PollerInvocations", unit=MetricUnit.Count, value=1)
     sweep_metrics = SweepMetrics()
     report = service.run(
-        lambda: context.get_remaining_time_in_millis() / 1000, on_sweep=sweep_metrics.publish
+        lambda: context.get_remaining_time_in_millis() / 1000,
+        on_sweep=sweep_metrics.publish,
+        start=PollerStart.of(event),
     )
     sweep_metrics.publish_rest(report)
     summary: dict[str, Any] = {name: getattr(report, name) for name in METRIC_BY_COUNT}
+    summary["start"] = PollerStart.of(event).name
     summary["stopped_early"] = report.stopped_early
     summary["account_error"] = report.account_error
     logger.info("sweeps done", extra=summary)

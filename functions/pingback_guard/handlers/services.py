@@ -4,6 +4,7 @@ a function's stores on its one DynamoDB client."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pingback_guard import aws_clients
@@ -13,10 +14,13 @@ from pingback_guard.data.request_budgets import DynamoDbRequestBudgets
 from pingback_guard.handlers.pingbacks import PingbackIssuer
 from pingback_guard.logic.get_task import PollerWatch, ReadThroughPolicy, TaskQuery
 from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
+from pingback_guard.logic.poller_wake import PollerWake
 from pingback_guard.logic.report import ReportService
 from pingback_guard.logic.request_budgets import Endpoint, KeyBudget, SharedBalance
 from pingback_guard.logic.submit import SubmitService
 from pingback_guard.observability import (
+    count_poller_wake_failed,
+    count_poller_woken,
     count_provisional_discarded,
     count_registration_replaced,
 )
@@ -33,6 +37,7 @@ from pingback_guard.settings import (
     SubmitSettings,
     TableSettings,
 )
+from pingback_guard.wake.poller import LambdaPollerWaker
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -50,7 +55,20 @@ def submit_service(
         pingbacks.pending,
         on_provisional_discarded=count_provisional_discarded,
         on_registration_replaced=count_registration_replaced,
+        after_recorded=_poller_wake(settings, dynamodb),
     )
+
+
+def _poller_wake(settings: SubmitSettings, dynamodb: DynamoDBClient) -> Callable[[], object]:
+    if not settings.wake_poller:
+        return lambda: None
+    wake = PollerWake(
+        PollerWatch(DynamoDbPollerState(dynamodb, settings.table.table_name)),
+        LambdaPollerWaker(aws_clients.lambda_client_on_first_use(), settings.poller_function_name),
+        on_woken=count_poller_woken,
+        on_failed=count_poller_wake_failed,
+    )
+    return wake.after_submit
 
 
 def task_query(settings: GetTaskSettings, dynamodb: DynamoDBClient) -> TaskQuery:

@@ -151,14 +151,25 @@ class PollerWatch:
         self._read_at = -math.inf
 
     def sweeping(self, now: float) -> bool:
+        until = self._read(now).lease_until
+        if until is None:
+            return False
+        return until > now or (self._busy(now) and now - until < BETWEEN_INVOCATIONS_SECONDS)
+
+    def sweeping_on(self, now: float) -> bool:
+        """Sweeping, and the next scheduled invocation sweeps on after this one: a holder had
+        work lately. A holder of an idle stack may stop after its one sweep."""
+        return self.sweeping(now) and self._busy(now)
+
+    def _busy(self, now: float) -> bool:
+        busy_at = self._lease.busy_at
+        return busy_at is not None and now - busy_at < KEEP_SWEEPING_AFTER_WORK_SECONDS
+
+    def _read(self, now: float) -> PollerLeaseState:
         if now - self._read_at >= POLLER_STATE_KEPT_SECONDS:
             self._lease = self._state.lease()
             self._read_at = now
-        until, busy_at = self._lease.lease_until, self._lease.busy_at
-        if until is None:
-            return False
-        busy = busy_at is not None and now - busy_at < KEEP_SWEEPING_AFTER_WORK_SECONDS
-        return until > now or (busy and now - until < BETWEEN_INVOCATIONS_SECONDS)
+        return self._lease
 
 
 class TaskQuery:

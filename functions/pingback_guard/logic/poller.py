@@ -33,6 +33,7 @@ from pingback_guard.domain.errors import (
     ProviderRetryableError,
     StoreError,
 )
+from pingback_guard.domain.lease import PollerLease, PollerStart
 from pingback_guard.domain.task import (
     DeliveryPath,
     DueTask,
@@ -53,6 +54,9 @@ from pingback_guard.provider.answers import AnswerKind, ProviderAnswer
 from pingback_guard.provider.client import ProviderClient
 
 NO_ANSWER = ProviderAnswer(AnswerKind.RETRYABLE, "NO_ANSWER")
+# How often an invocation taking over asks for the lease again once its holder should have
+# stopped (a holder gives it back after its last sweep and the writes it held).
+TAKE_OVER_RETRY_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -147,11 +151,15 @@ class PollerService:
         self,
         remaining_seconds: Callable[[], float],
         on_sweep: Callable[[SweepReport], None] | None = None,
+        start: PollerStart = PollerStart.ALONE,
     ) -> SweepReport:
         """Hold the lease and sweep every few seconds while tasks come due before we stop.
 
         ``on_sweep`` is told the run's report so far after each sweep: a run lasts up to a
-        minute, and its counts (expired tasks, recoveries) must not wait for its end."""
+        minute, and its counts (expired tasks, recoveries) must not wait for its end. ``start``:
+        a scheduled or woken invocation takes over from a holder that stops before it would
+        (a woken one ends at its own deadline, not on the schedule's minute), and a woken one
+        has work from its start."""
         report = SweepReport()
         holder = uuid.uuid4().hex
         started = self._clock()
@@ -159,9 +167,12 @@ class PollerService:
         stop_at = started + min(self._policy.run_seconds, time_left)
         # Held to the Lambda deadline at most: a crashed holder's lease ends by itself.
         lease_until = started + remaining_seconds()
-        if not self._take_lease(holder, lease_until, remaining_seconds, report):
+        lease = self._take_lease(holder, lease_until, stop_at, remaining_seconds, report, start)
+        if lease is None:
             return report
         self._plans = {}
+        if start is PollerStart.WOKEN:
+            self._became_busy(holder, self._clock(), report)
         try:
             while True:
                 now = self._clock()
@@ -172,7 +183,9 @@ class PollerService:
                 if report.account_error or report.stopped_early:
                     return report
                 next_sweep = now + self._policy.sweep_interval_seconds
-                if next_sweep > stop_at or not self._work_ahead(report, stop_at, remaining_seconds):
+                if next_sweep > stop_at or not self._work_ahead(
+                    holder, report, stop_at, remaining_seconds
+                ):
                     return report
                 self._sleep(max(0.0, next_sweep - self._clock()))
         except StoreError:
@@ -183,7 +196,11 @@ class PollerService:
             self._release_lease(holder)
 
     def _work_ahead(
-        self, swept: SweepReport, stop_at: float, remaining_seconds: Callable[[], float]
+        self,
+        holder: str,
+        swept: SweepReport,
+        stop_at: float,
+        remaining_seconds: Callable[[], float],
     ) -> bool:
         """Sweep on? Once this invocation has had work, to its end: a task submitted meanwhile
         (a busy stack's next one) is then checked when due, not at the next scheduled minute.
@@ -191,7 +208,7 @@ class PollerService:
         (sporadic tasks); else it asks the index whether a task comes due before it stops."""
         now = self._clock()
         if swept.due or self._plans:
-            self._busy_at = now
+            self._became_busy(holder, now, swept)
             return True
         if self._busy_at is not None and now - self._busy_at < KEEP_SWEEPING_AFTER_WORK_SECONDS:
             return True
@@ -532,19 +549,36 @@ class PollerService:
         else:
             report.failed += 1
 
+    def _became_busy(self, holder: str, now: float, report: SweepReport) -> None:
+        """This invocation has work. Said in the lease item at once when the stack was idle
+        (else only when the lease is given back): a submit then sees the poller sweep on and
+        starts none (logic/poller_wake.py)."""
+        idle = self._busy_at is None or now - self._busy_at >= KEEP_SWEEPING_AFTER_WORK_SECONDS
+        self._busy_at = now
+        if idle:
+            try:
+                self._store.mark_poller_busy(holder, now)
+            except StoreError:
+                report.store_errors += 1  # said when the lease is given back instead
+
     def _take_lease(
         self,
         holder: str,
         lease_until: float,
+        stop_at: float,
         remaining_seconds: Callable[[], float],
         report: SweepReport,
-    ) -> bool:
-        """One sweeper at a time. A predecessor about to stop is waited for, once."""
+        start: PollerStart,
+    ) -> PollerLease | None:
+        """One sweeper at a time. A predecessor about to stop is waited for, once; a scheduled
+        or woken invocation takes over from a holder that stops before it would."""
         time_left = self._time_left(remaining_seconds)
         if not self._may_call(remaining_seconds, report):
-            return False
+            return None
         try:
             lease = self._store.acquire_poller_lease(holder, self._clock(), lease_until)
+            if not lease.acquired and start is not PollerStart.ALONE:
+                lease = self._take_over(holder, lease, lease_until, stop_at, remaining_seconds)
             wait = lease.held_until - self._clock()
             soon = 0 < wait < min(self._policy.sweep_interval_seconds * 2, time_left)
             if not lease.acquired and soon:
@@ -552,15 +586,39 @@ class PollerService:
                 lease = self._store.acquire_poller_lease(holder, self._clock(), lease_until)
         except StoreError:
             report.store_errors += 1
-            return False
+            return None
         if not lease.acquired:
             report.lease_busy += 1
-            return False
+            return None
         if lease.solve_samples:
             self._solve_times.samples.clear()
             self._solve_times.load(lease.solve_samples)
         self._busy_at = lease.busy_at
-        return True
+        return lease
+
+    def _take_over(
+        self,
+        holder: str,
+        lease: PollerLease,
+        lease_until: float,
+        stop_at: float,
+        remaining_seconds: Callable[[], float],
+    ) -> PollerLease:
+        """Wait for the holder to stop and take the lease then, while that leaves this
+        invocation a sweep before its own stop. The holder is the same function: it stops
+        sweeping as long before its deadline (its lease's end) as this one does. Without this,
+        a scheduled invocation that found a woken one sweeping gave way, and tasks waited for
+        the next minute after the woken one ended."""
+        before_deadline = lease_until - stop_at
+        last_start = stop_at - self._policy.sweep_interval_seconds
+        while not lease.acquired:
+            now = self._clock()
+            retry_at = max(lease.held_until - before_deadline, now + TAKE_OVER_RETRY_SECONDS)
+            if retry_at > last_start or self._time_left(remaining_seconds) <= 0:
+                return lease
+            self._sleep(retry_at - now)
+            lease = self._store.acquire_poller_lease(holder, self._clock(), lease_until)
+        return lease
 
     def _release_lease(self, holder: str) -> None:
         try:

@@ -97,7 +97,10 @@ class SubmitService:
         sleep: Callable[[float], None] = time.sleep,
         on_provisional_discarded: Callable[[NewTask], None] = lambda _task: None,
         on_registration_replaced: Callable[[NewTask], None] = lambda _task: None,
+        after_recorded: Callable[[], object] = lambda: None,
     ) -> None:
+        """``after_recorded``: called once a task is in the table (logic/poller_wake.py starts
+        the poller there); it must not raise."""
         self._store = store
         self._provider = provider
         self._dead_letters = dead_letters
@@ -105,6 +108,7 @@ class SubmitService:
         self._sleep = sleep
         self._on_provisional_discarded = on_provisional_discarded
         self._on_registration_replaced = on_registration_replaced
+        self._after_recorded = after_recorded
 
     def submit(
         self,
@@ -139,6 +143,9 @@ class SubmitService:
                 self._dead_letters.send(task, reason=str(store_failure))
             except DeadLetterError:
                 raise TaskNotRecordedError(task.task_id) from None
+            # Not in the table yet: no poller can see it before the replay writes it.
+            return task
+        self._after_recorded()
         return task
 
     def _record(self, task: NewTask) -> SubmissionOutcome:

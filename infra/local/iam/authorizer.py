@@ -233,6 +233,7 @@ def _referenced_condition_keys(profile: AuthorizationProfile) -> frozenset[str]:
 # - CloudWatch (query protocol): AccessDenied, 403
 # - SNS: AuthorizationError, 403 (https://docs.aws.amazon.com/sns/latest/api/API_Publish.html)
 # - API Gateway Management API: ForbiddenException, 403 (botocore's apigatewaymanagementapi model)
+# - Lambda (REST-JSON): AccessDeniedException, 403, with IAM's message
 # IAM's message: https://docs.aws.amazon.com/IAM/latest/UserGuide/troubleshoot_access-denied.html
 _JSON_DENIED = ("AccessDeniedException", 400)
 _DENIED_BY_SERVICE = {
@@ -240,6 +241,7 @@ _DENIED_BY_SERVICE = {
     "cloudwatch": ("AccessDenied", 403),
     "sns": ("AuthorizationError", 403),
     "apigatewaymanagementapi": ("ForbiddenException", 403),
+    "lambda": ("AccessDeniedException", 403),
 }
 
 

@@ -12,6 +12,9 @@ Authorization Reference, https://docs.aws.amazon.com/service-authorization/lates
 - API Gateway Management API: https://docs.aws.amazon.com/apigateway/latest/developerguide/apigateway-how-to-call-websocket-api-connections.html
   (execute-api:ManageConnections on
   arn:aws:execute-api:region:account:api-id/stage/METHOD/@connections/id).
+- Lambda: https://docs.aws.amazon.com/lambda/latest/dg/lambda-api-permissions-ref.html
+  (Invoke is lambda:InvokeFunction on the function's ARN, a version's or alias's ARN when the
+  call names one).
 """
 
 from collections.abc import Callable, Mapping, Sequence
@@ -260,6 +263,23 @@ def _aws_api_id(host: str) -> str:
     return api_id
 
 
+# ---------------------------------------------------------------- Lambda
+def _lambda(call: ApiCall, site: CallSite) -> list[IamRequest] | None:
+    if call.operation != "Invoke":
+        return None
+    name = str(call.params["FunctionName"])
+    qualifier = call.params.get("Qualifier")
+    if name.startswith("arn:"):
+        arn = name
+    elif ":function:" in name:  # a partial ARN: account:function:name[:qualifier]
+        arn = f"arn:aws:lambda:{site.region}:{name}"
+    else:
+        arn = f"arn:aws:lambda:{site.region}:{site.account}:function:{name}"
+    if qualifier and arn.count(":") == 6:
+        arn = f"{arn}:{qualifier}"
+    return [IamRequest("lambda:InvokeFunction", arn)]
+
+
 # ---------------------------------------------------------------- STS
 def _sts(call: ApiCall, _site: CallSite) -> list[IamRequest] | None:
     # https://docs.aws.amazon.com/STS/latest/APIReference/API_GetCallerIdentity.html:
@@ -276,5 +296,6 @@ _MAPPERS: dict[str, Callable[[ApiCall, CallSite], list[IamRequest] | None]] = {
     "cloudwatch": _cloudwatch,
     "sns": _sns,
     "apigatewaymanagementapi": _management_api,
+    "lambda": _lambda,
     "sts": _sts,
 }
