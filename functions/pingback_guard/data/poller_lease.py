@@ -48,18 +48,7 @@ class PollerLeases:
         )
 
     def mark_poller_busy(self, holder: str, busy_at: float) -> None:
-        try:
-            self._table.call(
-                "UpdateItem",
-                self._table.client.update_item,
-                TableName=self._table.name,
-                Key={"task_id": {"S": POLLER_LEASE_KEY}},
-                UpdateExpression="SET busy_at = :busy",
-                ConditionExpression="holder = :holder",
-                ExpressionAttributeValues=values(holder=holder, busy=busy_at),
-            )
-        except ConditionRefused:
-            return
+        self._update_if_holder(holder, "SET busy_at = :busy", {"busy": busy_at})
 
     def release_poller_lease(
         self,
@@ -68,11 +57,15 @@ class PollerLeases:
         solve_samples: dict[str, list[float]],
         busy_at: float | None = None,
     ) -> None:
-        kept = {"now": now, "samples": solve_samples}
+        kept: dict[str, object] = {"now": now, "samples": solve_samples}
         update = "SET lease_until = :now, solve_samples = :samples"
         if busy_at is not None:
             kept["busy"] = busy_at
             update += ", busy_at = :busy"
+        self._update_if_holder(holder, update, kept)
+
+    def _update_if_holder(self, holder: str, update: str, kept: dict[str, object]) -> None:
+        """Only while ``holder`` still holds the lease: a lease taken over is not written."""
         try:
             self._table.call(
                 "UpdateItem",
