@@ -137,9 +137,16 @@ def stack(aws: None, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         Name="pg-callback-secret",
         SecretString=json.dumps({"current": SECRET, "previous": PREVIOUS_SECRET}),
     )["ARN"]
-    physical_ids = {"TasksTable": TABLE, "DeadLetterQueue": dlq, "CallbackSecret": secret_arn}
+    physical_ids = {
+        "TasksTable": TABLE,
+        "DeadLetterQueue": dlq,
+        "CallbackSecret": secret_arn,
+        "PollerFunction": "pg-poller",
+    }
     env = {
         **functions_environment(template(), HANDLER_FUNCTIONS, physical_ids, "us-east-1"),
+        # moto cannot run a function: the wake is proven by tests/unit and the local stack.
+        "POLLER_WAKE_ON_SUBMIT": "false",
         "DUE_SHARDS": str(SHARDS),
         "PROVIDER_BASE_URL": "https://provider.invalid",
         "PINGBACK_VERIFICATION_TOKEN": "verify-me-123",
