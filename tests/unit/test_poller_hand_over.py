@@ -1,6 +1,6 @@
-"""Issue 33, fresh from the first task: a poller invocation a submit starts (woken) ends at its
-own deadline, not on the schedule's minute; the scheduled invocation that finds it sweeping
-takes over when it stops, so pending tasks never wait for the minute after."""
+"""Issue 33, fresh from the first task: a poller invocation a submit starts (woken) that finds
+another sweeping takes over when that one stops; a scheduled one gives way (waiting, it would
+complete no invocation: the poller-not-running alarm counts completions)."""
 
 from __future__ import annotations
 
@@ -69,28 +69,31 @@ def woken_holder(store: InMemoryTaskStore, started: float) -> Callable[[float], 
     return meanwhile
 
 
-def test_a_scheduled_invocation_takes_over_when_a_woken_one_stops() -> None:
-    """Given a woken invocation sweeping since T0, and a task first due at T0 + 60, when the
-    schedule's invocation comes at T0 + 30, then it waits for the woken one to stop at T0 + 55,
-    takes the lease and checks the task when due, not at the schedule's next minute."""
+def test_a_woken_invocation_takes_over_when_the_holder_stops() -> None:
+    """Given an invocation sweeping since T0, and a task first due at T0 + 60, when a woken
+    invocation comes at T0 + 30, then it waits for the holder to stop at T0 + 55, takes the
+    lease and checks the task when due, not at the schedule's next minute."""
     store = InMemoryTaskStore()
     store.record_submission(NewTask("1", RECAPTCHA_REQUEST, T0 + 40, T0 + 60))
     provider = FakeProvider(answers={"1": "03AFcWeA5token"})
-    scheduled = Invocation(store, provider, T0 + 30, meanwhile=woken_holder(store, T0))
-    report = scheduled.run(PollerStart.SCHEDULED)
+    woken = Invocation(store, provider, T0 + 30, meanwhile=woken_holder(store, T0))
+    report = woken.run(PollerStart.WOKEN)
     assert report.lease_busy == 0 and report.recovered == 1
-    assert scheduled.moments[1] == T0 + POLICY.run_seconds  # its first sweep: the hand-over
+    assert woken.moments[1] == T0 + POLICY.run_seconds  # its first sweep: the hand-over
     # asked once, in the first sweep after the task came due (T0 + 60)
     recovered = store.get("1")
     assert provider.requests == [["1"]] and recovered is not None
     assert recovered.received_at == T0 + 60
 
 
-def test_an_invocation_of_an_operator_still_gives_way_to_the_holder() -> None:
+@pytest.mark.parametrize("start", [PollerStart.SCHEDULED, PollerStart.ALONE])
+def test_a_scheduled_or_operators_invocation_gives_way_to_the_holder(start: PollerStart) -> None:
+    """A scheduled one waiting out the holder would complete no invocation meanwhile (the
+    poller-not-running alarm counts completions)."""
     store = InMemoryTaskStore()
-    manual = Invocation(store, FakeProvider(), T0 + 30, meanwhile=woken_holder(store, T0))
-    report = manual.run(PollerStart.ALONE)
-    assert (report.lease_busy, report.sweeps, manual.moments) == (1, 0, [T0 + 30])
+    other = Invocation(store, FakeProvider(), T0 + 30, meanwhile=woken_holder(store, T0))
+    report = other.run(start)
+    assert (report.lease_busy, report.sweeps, other.moments) == (1, 0, [T0 + 30])
 
 
 def test_a_holder_that_stops_after_this_invocation_would_is_not_waited_for() -> None:
@@ -98,9 +101,9 @@ def test_a_holder_that_stops_after_this_invocation_would_is_not_waited_for() -> 
     invocation ends at once: waiting would cost its whole run for no sweep."""
     store = InMemoryTaskStore()
     store.acquire_poller_lease("later", now=T0, until=T0 + 200)
-    scheduled = Invocation(store, FakeProvider(), T0)
-    report = scheduled.run(PollerStart.SCHEDULED)
-    assert (report.lease_busy, report.sweeps, scheduled.moments) == (1, 0, [T0])
+    woken = Invocation(store, FakeProvider(), T0)
+    report = woken.run(PollerStart.WOKEN)
+    assert (report.lease_busy, report.sweeps, woken.moments) == (1, 0, [T0])
 
 
 def test_a_woken_invocation_sweeps_to_its_end_and_says_the_stack_is_busy_at_once() -> None:

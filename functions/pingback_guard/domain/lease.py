@@ -22,7 +22,7 @@ class PollerStart(StrEnum):
     invocation holds the lease."""
 
     SCHEDULED = "pingback-guard.scheduler"
-    """The schedule's (template Input): takes over from a holder that stops before it would."""
+    """The schedule's (template Input): gives way to a holder, but for one about to stop."""
     WOKEN = "pingback-guard.wake"
     """Started by a submit while no invocation swept: takes over the same way, and has work from
     its start (the task just recorded), so it sweeps to its end."""

@@ -157,9 +157,10 @@ class PollerService:
 
         ``on_sweep`` is told the run's report so far after each sweep: a run lasts up to a
         minute, and its counts (expired tasks, recoveries) must not wait for its end. ``start``:
-        a scheduled or woken invocation takes over from a holder that stops before it would
-        (a woken one ends at its own deadline, not on the schedule's minute), and a woken one
-        has work from its start."""
+        a woken invocation takes over from a holder that stops before it would, and has work
+        from its start. A scheduled one gives way as before: waiting, it holds a Lambda
+        environment and completes no invocation (PollerNotRunningAlarm counts completions), and
+        schedules compressed in local runs piled up behind a woken holder."""
         report = SweepReport()
         holder = uuid.uuid4().hex
         started = self._clock()
@@ -570,14 +571,14 @@ class PollerService:
         report: SweepReport,
         start: PollerStart,
     ) -> PollerLease | None:
-        """One sweeper at a time. A predecessor about to stop is waited for, once; a scheduled
-        or woken invocation takes over from a holder that stops before it would."""
+        """One sweeper at a time. A predecessor about to stop is waited for, once; a woken
+        invocation takes over from a holder that stops before it would."""
         time_left = self._time_left(remaining_seconds)
         if not self._may_call(remaining_seconds, report):
             return None
         try:
             lease = self._store.acquire_poller_lease(holder, self._clock(), lease_until)
-            if not lease.acquired and start is not PollerStart.ALONE:
+            if not lease.acquired and start is PollerStart.WOKEN:
                 lease = self._take_over(holder, lease, lease_until, stop_at, remaining_seconds)
             wait = lease.held_until - self._clock()
             soon = 0 < wait < min(self._policy.sweep_interval_seconds * 2, time_left)
