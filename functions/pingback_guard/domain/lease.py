@@ -24,8 +24,9 @@ class PollerStart(StrEnum):
     SCHEDULED = "pingback-guard.scheduler"
     """The schedule's (template Input): gives way to a holder, but for one about to stop."""
     WOKEN = "pingback-guard.wake"
-    """Started by a submit while no invocation swept: takes over the same way, and has work from
-    its start (the task just recorded), so it sweeps to its end."""
+    """Started by a submit while no invocation swept on: takes over from a holder that stops
+    before it would, and has work from its start (the task just recorded), so it sweeps to its
+    end."""
     ALONE = "other"
     """Any other event (an operator's or a test's invoke): gives way to a holder."""
 

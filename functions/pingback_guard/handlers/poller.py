@@ -85,14 +85,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # One per invocation, whatever happens next: the "poller not running" alarm counts these.
     metrics.add_metric(name="PollerInvocations", unit=MetricUnit.Count, value=1)
     sweep_metrics = SweepMetrics()
+    start = PollerStart.of(event)
     report = service.run(
         lambda: context.get_remaining_time_in_millis() / 1000,
         on_sweep=sweep_metrics.publish,
-        start=PollerStart.of(event),
+        start=start,
     )
     sweep_metrics.publish_rest(report)
     summary: dict[str, Any] = {name: getattr(report, name) for name in METRIC_BY_COUNT}
-    summary["start"] = PollerStart.of(event).name
+    summary["start"] = start.name
     summary["stopped_early"] = report.stopped_early
     summary["account_error"] = report.account_error
     logger.info("sweeps done", extra=summary)

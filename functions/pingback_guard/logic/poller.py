@@ -168,8 +168,7 @@ class PollerService:
         stop_at = started + min(self._policy.run_seconds, time_left)
         # Held to the Lambda deadline at most: a crashed holder's lease ends by itself.
         lease_until = started + remaining_seconds()
-        lease = self._take_lease(holder, lease_until, stop_at, remaining_seconds, report, start)
-        if lease is None:
+        if not self._take_lease(holder, lease_until, stop_at, remaining_seconds, report, start):
             return report
         self._plans = {}
         if start is PollerStart.WOKEN:
@@ -570,12 +569,12 @@ class PollerService:
         remaining_seconds: Callable[[], float],
         report: SweepReport,
         start: PollerStart,
-    ) -> PollerLease | None:
+    ) -> bool:
         """One sweeper at a time. A predecessor about to stop is waited for, once; a woken
         invocation takes over from a holder that stops before it would."""
         time_left = self._time_left(remaining_seconds)
         if not self._may_call(remaining_seconds, report):
-            return None
+            return False
         try:
             lease = self._store.acquire_poller_lease(holder, self._clock(), lease_until)
             if not lease.acquired and start is PollerStart.WOKEN:
@@ -587,15 +586,15 @@ class PollerService:
                 lease = self._store.acquire_poller_lease(holder, self._clock(), lease_until)
         except StoreError:
             report.store_errors += 1
-            return None
+            return False
         if not lease.acquired:
             report.lease_busy += 1
-            return None
+            return False
         if lease.solve_samples:
             self._solve_times.samples.clear()
             self._solve_times.load(lease.solve_samples)
         self._busy_at = lease.busy_at
-        return lease
+        return True
 
     def _take_over(
         self,
@@ -608,8 +607,8 @@ class PollerService:
         """Wait for the holder to stop and take the lease then, while that leaves this
         invocation a sweep before its own stop. The holder is the same function: it stops
         sweeping as long before its deadline (its lease's end) as this one does. Without this,
-        a scheduled invocation that found a woken one sweeping gave way, and tasks waited for
-        the next minute after the woken one ended."""
+        a woken invocation that found an idle holder sweeping once gave way, and the task it
+        was started for waited for the next minute."""
         before_deadline = lease_until - stop_at
         last_start = stop_at - self._policy.sweep_interval_seconds
         while not lease.acquired:
