@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from infra.local.lambda_.function_names import parse_function_name
+
 
 class UnmappedCall(LookupError):
     """An API call the twin does not know how to authorize: map it in infra/local/iam/calls.py."""
@@ -267,15 +269,11 @@ def _aws_api_id(host: str) -> str:
 def _lambda(call: ApiCall, site: CallSite) -> list[IamRequest] | None:
     if call.operation != "Invoke":
         return None
-    name = str(call.params["FunctionName"])
-    qualifier = call.params.get("Qualifier")
-    if name.startswith("arn:"):
-        arn = name
-    elif ":function:" in name:  # a partial ARN: account:function:name[:qualifier]
-        arn = f"arn:aws:lambda:{site.region}:{name}"
-    else:
-        arn = f"arn:aws:lambda:{site.region}:{site.account}:function:{name}"
-    if qualifier and arn.count(":") == 6:
+    named = parse_function_name(str(call.params["FunctionName"]))
+    region, account = named.region or site.region, named.account or site.account
+    arn = f"arn:aws:lambda:{region}:{account}:function:{named.name}"
+    qualifier = named.qualifier or call.params.get("Qualifier")
+    if qualifier:
         arn = f"{arn}:{qualifier}"
     return [IamRequest("lambda:InvokeFunction", arn)]
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from infra.local.apigateway.gateway import Invoker
 from infra.local.apigateway.http_api import HttpResponse
+from infra.local.lambda_.function_names import parse_function_name
 from infra.local.lambda_.pool import PoolClosed
 from infra.local.lambda_.triggers import FunctionIndex
 from infra.local.runtime.http_server import LOCALHOST, LocalHttpServer, QuietHandler
@@ -108,9 +109,9 @@ class LambdaInvokeApi:
         invocation_type = headers.get("x-amz-invocation-type", "RequestResponse")
         if invocation_type not in MAX_PAYLOAD_BYTES:
             raise _Refused(400, "InvalidParameterValueException", "Invalid InvocationType")
-        bare_name, qualifier = _name_and_qualifier(name)
-        logical_id = self._functions.find(bare_name)
-        if logical_id is None or query.get("Qualifier", qualifier) not in (None, _LATEST):
+        named = parse_function_name(name)
+        logical_id = self._functions.find(named.name)
+        if logical_id is None or query.get("Qualifier", named.qualifier) not in (None, _LATEST):
             raise _Refused(404, "ResourceNotFoundException", f"Function not found: {name}")
         limit = MAX_PAYLOAD_BYTES[invocation_type]
         if body is None or len(body) > limit:
@@ -161,16 +162,6 @@ def _function_name(path: str) -> str | None:
     if not path.startswith(_PATH_PREFIX) or not path.endswith(_PATH_SUFFIX):
         return None
     return path[len(_PATH_PREFIX) : -len(_PATH_SUFFIX)] or None
-
-
-def _name_and_qualifier(name: str) -> tuple[str, str | None]:
-    """The function's name and the version or alias the FunctionName carries, if any: an ARN
-    (arn:aws:lambda:region:account:function:name[:qualifier]), a partial ARN
-    (account:function:name[:qualifier]) or name[:qualifier]."""
-    fields = name.split(":")
-    start = 6 if name.startswith("arn:") else 2 if ":function:" in name else 0
-    rest = fields[start:]
-    return rest[0], rest[1] if len(rest) > 1 else None
 
 
 class _InvokeHandler(QuietHandler):
