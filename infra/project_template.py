@@ -49,12 +49,9 @@ def parameter_default(template: Mapping[str, Any], name: str) -> Any:
 def function_memory_mb(template: Mapping[str, Any], logical_id: str) -> int:
     """A function's MemorySize as deployed with the defaults: its own (a number or a parameter's
     Ref) or the Globals'."""
-    own = template["Resources"][logical_id]["Properties"].get("MemorySize")
-    if own is None:
-        return int(template["Globals"]["Function"]["MemorySize"])
-    if isinstance(own, Mapping):
-        return int(parameter_default(template, own["Ref"]))
-    return int(own)
+    shared = template["Globals"]["Function"]["MemorySize"]
+    own = template["Resources"][logical_id]["Properties"].get("MemorySize", shared)
+    return int(str(_resolved(template, own, PLACEHOLDER_IDS, PLACEHOLDER_REGION)))
 
 
 def create_tasks_table(client: Any, table_name: str) -> None:
