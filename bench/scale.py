@@ -15,6 +15,12 @@ request, its res.php requests k times slower (1/k of its request throughput), an
 and the provider's loads counted k times. A slice of a shared ceiling holds the same ratios, so
 a row that fails sampled fails whole; ids= batches of 1/k size need as many requests a task.
 
+Fan-out (logic/poller_fan_out.py): a row whose one poller's CPU was busy more than the product's
+FAN_OUT_LOAD_SHARE runs again as the stack then runs, PollerHelpers + 1 pollers each sweeping
+its group of due shards with its own CPU: a slice of 1/G of the tasks (G groups) with one
+poller's whole resources (sampled further above SIMULATED_RATE a group), each poller started
+again a sweep after its run ends (the main holder starts helpers while the load holds).
+
 Not modelled: workers waiting (GET read-through, push): the answer age is at the table, where
 every path to the worker starts; the table and Lambda never throttle here, their loads are
 compared with their limits instead.
@@ -58,6 +64,7 @@ from pingback_guard.kinds.registry import lifetime_seconds
 from pingback_guard.logic.callback import CallbackService
 from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService
+from pingback_guard.logic.poller_fan_out import FAN_OUT_LOAD_SHARE
 from pingback_guard.logic.submit import PendingTasks, SubmitService, issue_pingback
 from pingback_guard.settings import SubmitSettings
 from tests.fakes import FakeDeadLetterQueue
@@ -74,6 +81,9 @@ PINGBACK_DELAY_SECONDS = (0.1, 1.0)
 INVOCATION_SECONDS = 70.0
 """PollerFunction's Timeout."""
 SCHEDULE_SECONDS = 60.0
+# From a helper's lease ending to the next helper of its group sweeping: the main holder's next
+# sweep (every 5 s) starts it, and Lambda runs an asynchronous invocation within about a second.
+HELPER_START_SECONDS = 3.5
 TARGET_RATE = 100
 TOKEN_AGE_TARGET_SECONDS = 10.0
 # Lambda: a function's requests in flight (Little's law: arrivals x duration). Submit waits on
@@ -114,6 +124,7 @@ class Sizing:
     poller_memory_mb: int
     task_route_rate: float
     callback_route_rate: float
+    poller_helpers: int
 
 
 def default_sizing() -> Sizing:
@@ -123,11 +134,13 @@ def default_sizing() -> Sizing:
         function_memory_mb(template, "PollerFunction"),
         float(parameter_default(template, "ApiThrottlingRateLimit")),
         float(parameter_default(template, "CallbackThrottlingRateLimit")),
+        int(parameter_default(template, "PollerHelpers")),
     )
 
 
-# One vCPU for the poller, and the routes' throttles at twice the row's rate.
-SIZED_FOR_TARGET = Sizing("PollerMemorySize 1769, route throttles 200/s", 1769, 200, 200)
+def alone(sizing: Sizing) -> Sizing:
+    """The same deployment with PollerHelpers 0: one poller invocation at a time."""
+    return dataclasses.replace(sizing, name=f"{sizing.name}, PollerHelpers 0", poller_helpers=0)
 
 
 @dataclass
@@ -149,7 +162,9 @@ class Row:
     route_shares: dict[str, float]
     """Each API route throttle of the template: the row's requests a second over its rate."""
     poller_cpu_busy: float
-    """The share of the poller's running time its CPU was busy (its memory's share of a vCPU)."""
+    """The share of a poller's running time its CPU was busy (its memory's share of a vCPU)."""
+    pollers: int
+    """Poller invocations sweeping at once: 1, or every helper group and the main holder."""
 
     @property
     def gives_out(self) -> list[str]:
@@ -192,21 +207,34 @@ class Row:
 def measure_scale() -> SectionOutcome:
     defaults = default_sizing()
     rows = [run_row(rate, scenario, defaults) for rate in RATES for scenario in SCENARIOS]
-    rows.append(run_row(TARGET_RATE, SCENARIOS[1], SIZED_FOR_TARGET))
+    rows.append(run_row(TARGET_RATE, SCENARIOS[1], alone(defaults)))
     return scale_outcome(rows)
 
 
 def run_row(rate: int, scenario: Scenario, sizing: Sizing, seed: int = 33) -> Row:
-    sample = max(1, rate // SIMULATED_RATE)
+    """One poller; again fanned out when its CPU passed the load the product fans out at."""
+    row = run_pollers(rate, scenario, sizing, 1, seed)
+    shards = deployed_poller_settings().table.due_shards
+    groups = min(sizing.poller_helpers + 1, shards)
+    if groups == 1 or row.poller_cpu_busy <= FAN_OUT_LOAD_SHARE:
+        return row
+    return run_pollers(rate, scenario, sizing, groups, seed)
+
+
+def run_pollers(rate: int, scenario: Scenario, sizing: Sizing, groups: int, seed: int) -> Row:
+    sample = max(groups, rate // SIMULATED_RATE)
+    # One poller's share of the stack's: 1 for a group's slice, less when sampled further.
+    share = groups / sample
     settings = deployed_poller_settings()
     policy = dataclasses.replace(
         settings.policy,
-        max_requests_per_sweep=max(1, settings.policy.max_requests_per_sweep // sample),
-        ids_per_request=max(1, settings.policy.ids_per_request // sample),
+        max_requests_per_sweep=max(1, int(settings.policy.max_requests_per_sweep * share)),
+        ids_per_request=max(1, int(settings.policy.ids_per_request * share)),
     )
-    clock = SimClock(START, sizing.poller_memory_mb / MB_PER_VCPU / sample)
-    provider = ProviderModel(clock, seed, policy.request_workers * sample)
-    store = CapacityStore(clock, settings.table.due_shards, sample)
+    clock = SimClock(START, sizing.poller_memory_mb / MB_PER_VCPU * share)
+    provider = ProviderModel(clock, seed, round(policy.request_workers / share))
+    shards = settings.table.due_shards
+    store = CapacityStore(clock, shards, sample, query_shards=math.ceil(shards / groups))
     issued = SubmitSettings.from_env(placeholder_environment("SubmitFunction")).pingbacks
     pending = PendingTasks(issued.callback_timeout_seconds, issued.expected_solve_seconds, clock)
     world = World(clock, provider, store, pending, scenario, random.Random(seed))
@@ -231,10 +259,16 @@ def run_row(rate: int, scenario: Scenario, sizing: Sizing, seed: int = 33) -> Ro
         invocations += 1
         run_seconds += clock.now - started
         store.forget_finished()
-        schedule = (
-            START + (math.floor((clock.now - START) / SCHEDULE_SECONDS) + 1) * SCHEDULE_SECONDS
-        )
-    return world.row(rate, sizing, sample, invocations, run_seconds)
+        schedule = _next_start(clock.now, groups)
+    return world.row(rate, sizing, sample, invocations, run_seconds, groups)
+
+
+def _next_start(now: float, groups: int) -> float:
+    """Alone, the schedule's next minute; a group's poller, as soon as an asynchronous Invoke
+    starts it (the main holder's next sweep covers the group meanwhile, and starts it)."""
+    if groups > 1:
+        return now + HELPER_START_SECONDS
+    return START + (math.floor((now - START) / SCHEDULE_SECONDS) + 1) * SCHEDULE_SECONDS
 
 
 def _left(deadline: float, clock: SimClock) -> float:
@@ -297,7 +331,13 @@ class World:
         return deliver
 
     def row(
-        self, rate: int, sizing: Sizing, sample: int, invocations: int, run_seconds: float
+        self,
+        rate: int,
+        sizing: Sizing,
+        sample: int,
+        invocations: int,
+        run_seconds: float,
+        pollers: int,
     ) -> Row:
         store, provider = self._store, self._provider
         tasks = len(self.kind_of)
@@ -316,12 +356,14 @@ class World:
         busiest_minute = max(per_minute(provider.requests_by_second).values(), default=0)
         writes, reads = store.units
         pingbacks_per_second = self.pingbacks * sample / self._scenario.submit_seconds
+        # The simulated poller is one of ``pollers`` alike, for the whole stack's tasks.
+        poller_runs = invocations * pollers / (tasks * sample)
         per_task = Usage(
             api_requests=1 + self.pingbacks / tasks,
-            lambda_requests=1 + (self.pingbacks + invocations) / tasks,
+            lambda_requests=1 + self.pingbacks / tasks + poller_runs,
             lambda_gb_seconds=MEMORY_GB
             * (SUBMIT_SECONDS_EACH + CALLBACK_SECONDS_EACH * self.pingbacks / tasks)
-            + MEMORY_GB * run_seconds / (tasks * sample),
+            + sizing.poller_memory_mb / 1024 * run_seconds * pollers / (tasks * sample),
             write_units=writes / tasks,
             read_units=reads / tasks,
             scheduler_invocations=invocations / (tasks * sample),
@@ -345,7 +387,7 @@ class World:
             concurrency={
                 "submit": rate * SUBMIT_SECONDS_EACH,
                 "callback": pingbacks_per_second * CALLBACK_SECONDS_EACH,
-                "poller": 1.0,
+                "poller": float(pollers),
             },
             usd_per_million=sum(cost_by_service(per_task.times(1_000_000), PRICES).values()),
             route_shares={
@@ -354,8 +396,9 @@ class World:
                 "CallbackThrottlingRateLimit": pingbacks_per_second / sizing.callback_route_rate,
             },
             poller_cpu_busy=self._clock.poller_cpu_seconds
-            / (sizing.poller_memory_mb / MB_PER_VCPU / sample)
+            / (sizing.poller_memory_mb / MB_PER_VCPU * pollers / sample)
             / max(run_seconds, 1.0),
+            pollers=pollers,
         )
 
 

@@ -20,7 +20,7 @@ import math
 import random
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from infra.simulator.answers import SOLVE_TIME_FACTOR
@@ -220,10 +220,12 @@ class CapacityStore(InMemoryTaskStore):
     partition that serves it, per second. Finished tasks leave it (``forget_finished``), as
     their items leave the due index: only PENDING ones are queried."""
 
-    def __init__(self, clock: SimClock, due_shards: int, sample: int) -> None:
-        super().__init__()
+    def __init__(self, clock: SimClock, due_shards: int, sample: int, *, query_shards: int) -> None:
+        """``query_shards``: the shards one read of the index queries (a group's, or all)."""
+        super().__init__(due_shards=due_shards)
         self._clock = clock
         self._shards = due_shards
+        self._query_shards = query_shards
         self._sample = sample
         self.requests = 0
         self.written: defaultdict[tuple[str, int], float] = defaultdict(float)
@@ -281,21 +283,28 @@ class CapacityStore(InMemoryTaskStore):
         self._charge(task_id, self._write_units(task_id), index=2)
         return super().reschedule_poll(task_id, due_at, poll_attempts, last_checked_at)
 
-    def due_tasks(self, now: float, limit: int) -> list[DueTask]:
-        found = super().due_tasks(now, limit)
+    def due_tasks(
+        self, now: float, limit: int, shards: Collection[int] | None = None
+    ) -> list[DueTask]:
+        found = super().due_tasks(now, limit, shards)
         self._charge_queries(len(found))
         return found
 
-    def next_due_at(self, after: float, until: float) -> float | None:
+    def next_due_at(
+        self, after: float, until: float, shards: Collection[int] | None = None
+    ) -> float | None:
         self._charge_queries(0)
-        return super().next_due_at(after, until)
+        return super().next_due_at(after, until, shards)
 
     def _charge_queries(self, entries: int) -> None:
-        """One Query a shard (DueIndex queries them all), the entries spread over them."""
+        """One Query a shard the poller reads (DueIndex queries them at once), the entries
+        spread over them. A group's poller stands for every group: its shards' reads are
+        counted as the first ones', which overstates them; they stay far below a partition's
+        limit."""
         second = int(self._clock())
-        per_shard = entries * INDEX_ENTRY_BYTES / self._shards
+        per_shard = entries * INDEX_ENTRY_BYTES / self._query_shards
         units = max(1, math.ceil(per_shard / READ_UNIT_BYTES)) / 2
-        for shard in range(self._shards):
+        for shard in range(self._query_shards):
             self._clock.poller_cpu(WRITE_CPU_SECONDS)
             self.requests += 1
             self.reads[(f"due-shard-{shard}", second)] += units

@@ -12,12 +12,13 @@ import hashlib
 import ipaddress
 import json
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pingback_guard.data.connections import Connection, TooManyConnections
+from pingback_guard.data.due_index import due_shard_of
 from pingback_guard.data.poller_state import PollerLeaseState
 from pingback_guard.data.push_reads import ResultForPush, Subscription
 from pingback_guard.data.request_budgets import minute_of, second_counter
@@ -29,7 +30,7 @@ from pingback_guard.domain.errors import (
     PushError,
     StoreUnavailableError,
 )
-from pingback_guard.domain.lease import PollerLease
+from pingback_guard.domain.lease import HelperLoad, PollerLease
 from pingback_guard.domain.request_budgets import BalanceReading, RequestLimits
 from pingback_guard.domain.task import (
     CaptchaRequest,
@@ -67,8 +68,10 @@ RESULT_TTL_SECONDS = 7 * 86400
 
 
 class InMemoryTaskStore:
-    def __init__(self, lifetimes: TokenLifetimes | None = None) -> None:
+    def __init__(self, lifetimes: TokenLifetimes | None = None, due_shards: int = 8) -> None:
         self.tasks: dict[str, Task] = {}
+        self.due_shards = due_shards
+        self.helper_leases: dict[int, dict[str, object]] = {}
         self.fail_next: list[Exception] = []
         self.writes = 0
         self.lease: dict[str, object] = {}
@@ -282,7 +285,9 @@ class InMemoryTaskStore:
                 task_id, due_at=due_at, poll_attempts=poll_attempts, **checked
             )
 
-    def next_due_at(self, after: float, until: float) -> float | None:
+    def next_due_at(
+        self, after: float, until: float, shards: Collection[int] | None = None
+    ) -> float | None:
         self._maybe_fail()
         found = [
             t.due_at
@@ -290,8 +295,46 @@ class InMemoryTaskStore:
             if t.status is TaskStatus.PENDING
             and t.due_at is not None
             and after <= t.due_at <= until
+            and self._in_shards(t.task_id, shards)
         ]
         return min(found, default=None)
+
+    def due_shard_count(self) -> int:
+        return self.due_shards
+
+    def due_shard(self, task_id: str) -> int:
+        return int(due_shard_of(task_id, self.due_shards))
+
+    def _in_shards(self, task_id: str, shards: Collection[int] | None) -> bool:
+        return shards is None or self.due_shard(task_id) in shards
+
+    def acquire_helper_lease(self, group: int, holder: str, now: float, until: float) -> bool:
+        with self._guarded():
+            lease = self.helper_leases.get(group)
+            if lease is not None and float(lease["until"]) > now:  # type: ignore[arg-type]
+                return False
+            self.helper_leases[group] = {"holder": holder, "until": until, "load": 0.0}
+            return True
+
+    def record_helper_load(self, group: int, holder: str, load_seconds: float) -> None:
+        with self._guarded():
+            lease = self.helper_leases.get(group)
+            if lease is not None and lease["holder"] == holder:
+                lease["load"] = load_seconds
+
+    def release_helper_lease(self, group: int, holder: str, now: float) -> None:
+        with self._guarded():
+            lease = self.helper_leases.get(group)
+            if lease is not None and lease["holder"] == holder:
+                lease.update(until=now, load=0.0)
+
+    def live_helpers(self, groups: int, now: float) -> dict[int, HelperLoad]:
+        self._maybe_fail()
+        return {
+            group: HelperLoad(float(lease["until"]), float(lease["load"]))  # type: ignore[arg-type]
+            for group, lease in self.helper_leases.items()
+            if 1 <= group <= groups and float(lease["until"]) > now  # type: ignore[arg-type]
+        }
 
     def acquire_poller_lease(self, holder: str, now: float, until: float) -> PollerLease:
         with self._guarded():
@@ -399,13 +442,18 @@ class InMemoryTaskStore:
         self._maybe_fail()
         return self.tasks.get(task_id)
 
-    def due_tasks(self, now: float, limit: int) -> list[DueTask]:
+    def due_tasks(
+        self, now: float, limit: int, shards: Collection[int] | None = None
+    ) -> list[DueTask]:
         self._maybe_fail()
         due = sorted(
             (
                 t
                 for t in self.tasks.values()
-                if t.status is TaskStatus.PENDING and t.due_at is not None and t.due_at <= now
+                if t.status is TaskStatus.PENDING
+                and t.due_at is not None
+                and t.due_at <= now
+                and self._in_shards(t.task_id, shards)
             ),
             key=lambda t: t.due_at or 0.0,
         )
@@ -626,11 +674,18 @@ class FakePollerWaker:
 
     woken: int = 0
     failure: Callable[[], Exception] | None = None
+    helper_groups: list[int] = field(default_factory=list)
+    """The helper groups started (HelperStarter), in order."""
 
     def wake(self) -> None:
         if self.failure:
             raise self.failure()
         self.woken += 1
+
+    def start_helper(self, group: int) -> None:
+        if self.failure:
+            raise self.failure()
+        self.helper_groups.append(group)
 
 
 @dataclass

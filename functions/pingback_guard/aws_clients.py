@@ -80,7 +80,7 @@ def sqs_client_on_first_use() -> SQSClient:
 
 
 def lambda_client_on_first_use() -> Any:
-    """For the poller's wake, which most submits never make."""
+    """For the poller's wake, which most submits never make, and its helpers' start."""
     return _MadeOnFirstUse(lambda: boto3.client("lambda", config=WAKE_CONFIG))
 
 

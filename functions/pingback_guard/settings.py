@@ -20,6 +20,7 @@ from pingback_guard.domain.task import TokenLifetimes
 
 if TYPE_CHECKING:
     from pingback_guard.logic.poll_schedule import PollPolicy
+    from pingback_guard.logic.poller_fan_out import FanOutPolicy
 
 MAX_IDS_PER_RES_REQUEST = 100
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -392,11 +393,16 @@ class PollerSettings:
     store_calls: StoreCallSettings
     policy: PollPolicy
     expected_solve_seconds: float
+    fan_out: FanOutPolicy
+    function_name: str
+    """This function's own name (Lambda's AWS_LAMBDA_FUNCTION_NAME): helpers are invocations
+    of it."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> PollerSettings:
         # Imported here so that the other handlers' cold start does not load the poll schedule.
         from pingback_guard.logic.poll_schedule import PollPolicy
+        from pingback_guard.logic.poller_fan_out import FanOutPolicy
 
         env = _Env(environ)
         provider = ProviderSettings.from_env(env)
@@ -421,6 +427,13 @@ class PollerSettings:
                 provider_call_seconds=provider.call_bound_seconds,
             ),
             expected_solve_seconds=expected_solve_seconds(env),
+            # Lambda sets both for every function:
+            # https://docs.aws.amazon.com/lambda/latest/dg/configuration-envvars.html#configuration-envvars-runtime
+            fan_out=FanOutPolicy.for_memory(
+                env.integer("POLLER_HELPERS", 0, 63, 0),
+                env.integer("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", 128, 10240, 128),
+            ),
+            function_name=env.optional_text("AWS_LAMBDA_FUNCTION_NAME"),
         )
 
 

@@ -9,22 +9,24 @@ import pytest
 
 from bench.scale import (
     LAMBDA_ACCOUNT_CONCURRENCY,
-    SIZED_FOR_TARGET,
     TARGET_RATE,
     Row,
+    SCENARIOS,
     Scenario,
+    alone,
     default_sizing,
     run_row,
     scale_outcome,
 )
 from bench.scale_model import PARTITION_WRITE_UNITS, PartitionLoad
+from pingback_guard.logic.poller_fan_out import FAN_OUT_LOAD_SHARE
 
 
 def row(**changes: object) -> Row:
     held = Row(
         rate=TARGET_RATE,
         scenario="b",
-        sizing=SIZED_FOR_TARGET,
+        sizing=default_sizing(),
         sample=5,
         tasks=72_000,
         lost=0,
@@ -38,6 +40,7 @@ def row(**changes: object) -> Row:
         usd_per_million=5.0,
         route_shares={"ApiThrottlingRateLimit": 0.5, "CallbackThrottlingRateLimit": 0.0},
         poller_cpu_busy=0.5,
+        pollers=8,
     )
     return dataclasses.replace(held, **changes)  # type: ignore[arg-type]
 
@@ -97,3 +100,12 @@ def test_the_model_runs_the_stacks_services_to_every_tasks_end() -> None:
     assert (ran.tasks, ran.lost) == (600, 0)
     assert ran.token_age_p95 is not None and ran.token_age_p95 > 0
     assert ran.res_requests_per_second > 0 and ran.table_requests_per_task > 1
+
+
+def test_a_poller_past_the_fan_out_load_is_run_again_fanned_out() -> None:
+    """100 tasks a second with every pingback lost for 10 minutes: one poller's CPU passes the
+    load the product fans out at, so the row is the stack with every helper group sweeping."""
+    fanned = run_row(100, SCENARIOS[1], default_sizing())
+    assert fanned.pollers == default_sizing().poller_helpers + 1 and fanned.lost == 0
+    alone_row = run_row(100, SCENARIOS[1], alone(default_sizing()))
+    assert alone_row.pollers == 1 and alone_row.poller_cpu_busy > FAN_OUT_LOAD_SHARE

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bench import scale, scale_model
+from pingback_guard.logic import poller_fan_out as fan_out
 from infra.project_template import function_memory_mb, parameter_default, project_template
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,7 +43,13 @@ def test_the_models_figures_are_the_benchmarks() -> None:
 
 @pytest.mark.parametrize(
     "parameter",
-    ["PollerRequestWorkers", "PollerMaxRequestsPerSweep", "DueShards", "PollerMemorySize"],
+    [
+        "PollerRequestWorkers",
+        "PollerMaxRequestsPerSweep",
+        "DueShards",
+        "PollerMemorySize",
+        "PollerHelpers",
+    ],
 )
 def test_the_defaults_it_states_are_the_templates(parameter: str) -> None:
     default = parameter_default(project_template(), parameter)
@@ -77,17 +84,27 @@ def test_every_aws_quota_cites_its_aws_page() -> None:
 
 def test_the_readme_states_the_ceiling_at_the_defaults_and_how_to_raise_it() -> None:
     (paragraph,) = [p for p in README.split("\n\n") if "(docs/scale.md)" in p]
+    text = " ".join(paragraph.split())
     template = project_template()
     api = parameter_default(template, "ApiThrottlingRateLimit")
-    assert f"`ApiThrottlingRateLimit` ({api}) admits {api} submits a" in paragraph
+    assert f"`ApiThrottlingRateLimit` ({api}) admits {api} submits a second" in text
     callback = parameter_default(template, "CallbackThrottlingRateLimit")
-    assert f"`CallbackThrottlingRateLimit` ({callback})" in paragraph
+    assert f"`CallbackThrottlingRateLimit` ({callback})" in text
     memory = function_memory_mb(template, "PollerFunction")
-    assert f"the poller's CPU at {memory} MB gives out" in " ".join(paragraph.split())
-    sized = scale.SIZED_FOR_TARGET.poller_memory_mb
-    assert f"`PollerMemorySize` {sized}" in paragraph
+    assert f"({memory} MB, `PollerMemorySize`)" in text
+    helpers = parameter_default(template, "PollerHelpers")
+    assert f"`PollerHelpers` ({helpers})" in text
+    shards = parameter_default(template, "DueShards")
+    assert f"`DueShards` {shards}, so at most {shards} invocations" in text
     for setting in ("PollerRequestWorkers", "PollerMaxRequestsPerSweep"):
-        assert f"`{setting}`" in paragraph
+        assert f"`{setting}`" in text
+
+
+def test_the_fan_out_it_describes_is_the_products() -> None:
+    text = " ".join(SCALE_DOC.split())
+    assert fan_out.FAN_OUT_LOAD_SHARE == 0.5 and "more than half a sweep interval" in text
+    assert f"at most once per group per {fan_out.HELPER_START_QUIET_SECONDS:.0f} s" in text
+    assert f"started again about {scale.HELPER_START_SECONDS:g} s after its run ends" in text
 
 
 def test_the_cpu_it_states_is_the_models() -> None:

@@ -325,6 +325,35 @@ def test_the_lease_item_is_never_a_due_task(store: TaskStore) -> None:
     assert store.next_due_at(after=0.0, until=10_000.0) is None
 
 
+def test_due_reads_keep_to_the_shards_asked_for(store: TaskStore) -> None:
+    for n in range(40):
+        submit(store, str(5000 + n), at=1000.0, first_poll=1100.0)
+    shards = store.due_shard_count()
+    by_shard = {str(5000 + n): store.due_shard(str(5000 + n)) for n in range(40)}
+    assert set(by_shard.values()) <= set(range(shards)) and len(set(by_shard.values())) > 2
+    wanted = frozenset({1, 3})
+    due = store.due_tasks(now=1200.0, limit=100, shards=wanted)
+    assert {t.task_id for t in due} == {i for i, shard in by_shard.items() if shard in wanted}
+    assert store.next_due_at(after=0.0, until=2000.0, shards=frozenset()) is None
+    assert store.next_due_at(after=0.0, until=2000.0, shards=wanted) == 1100.0
+
+
+def test_one_helper_per_group_and_the_main_holder_sees_the_live_ones(store: TaskStore) -> None:
+    assert store.acquire_helper_lease(2, "h2", now=1000.0, until=1070.0)
+    assert not store.acquire_helper_lease(2, "other", now=1010.0, until=1080.0)
+    assert store.acquire_helper_lease(5, "h5", now=1000.0, until=1030.0)
+    store.record_helper_load(2, "h2", 3.25)
+    store.record_helper_load(2, "other", 9.0)  # not its lease: nothing
+    live = store.live_helpers(7, now=1040.0)  # h5's lease lapsed (a crashed helper)
+    assert list(live) == [2]
+    assert (live[2].held_until, live[2].load_seconds) == (1070.0, 3.25)
+    store.release_helper_lease(2, "h2", now=1050.0)
+    assert store.live_helpers(7, now=1051.0) == {}
+    assert store.acquire_helper_lease(2, "next", now=1052.0, until=1120.0)
+    assert store.acquire_poller_lease("main", now=1052.0, until=1120.0).acquired  # its own item
+    assert store.due_tasks(now=10_000.0, limit=10) == []
+
+
 # ------------------------------------------------------------------ per-task pingback proof
 
 

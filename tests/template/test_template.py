@@ -180,6 +180,8 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
     "PollerFunction": {
         "dynamodb:Query": {TABLE},
         "dynamodb:UpdateItem": {TABLE},
+        "dynamodb:BatchGetItem": {TABLE},
+        "lambda:InvokeFunction": {"PollerFunction"},
         "ssm:GetParameter": {"ProviderApiKeyParameterName"},
         "sqs:SendMessage": {"PollerFailedEventsQueue"},
     },
@@ -271,6 +273,12 @@ def role_statements(resources: dict[str, Any], function: str) -> list[dict[str, 
     statements: list[dict[str, Any]] = []
     for policy in role["Properties"]["Policies"]:
         statements.extend(policy["PolicyDocument"]["Statement"])
+    for resource in resources.values():
+        attached_to = [role_ref["Fn::GetAtt"][0]]
+        if resource["Type"] == "AWS::IAM::Policy" and resource["Properties"]["Roles"] == [
+            {"Ref": name} for name in attached_to
+        ]:
+            statements.extend(resource["Properties"]["PolicyDocument"]["Statement"])
     return statements
 
 
@@ -553,6 +561,35 @@ def test_policies_are_least_privilege(resources: dict[str, Any], function: str) 
     for action in LOG_ACTIONS:
         assert granted.pop(action) == {log_group}
     assert granted == EXPECTED_GRANTS[function]
+
+
+def test_the_poller_starts_its_helpers_through_a_policy_of_its_own(
+    template: dict[str, Any], resources: dict[str, Any]
+) -> None:
+    """In the role's own Policies, a reference to PollerFunction is a circular dependency that
+    CloudFormation refuses; as an AWS::IAM::Policy attached to the role it is not. The helpers'
+    leases are the only items the poller may batch-read."""
+    policy = resources["PollerStartsHelpersPolicy"]
+    assert policy["Type"] == "AWS::IAM::Policy"
+    assert policy["Condition"] == "PollerHasHelpers"
+    assert template["Conditions"]["PollerHasHelpers"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "PollerHelpers"}, "0"]}]
+    }
+    assert policy["Properties"]["Roles"] == [{"Ref": "PollerFunctionRole"}]
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Resource"] == {"Fn::GetAtt": ["PollerFunction", "Arn"]}
+    role_policies = json.dumps(resources["PollerFunctionRole"]["Properties"]["Policies"])
+    assert "PollerFunction.Arn" not in role_policies and '"PollerFunction"' not in role_policies
+    (batch,) = [
+        statement
+        for statement in role_statements(resources, "PollerFunction")
+        if statement["Action"] == "dynamodb:BatchGetItem"
+    ]
+    assert batch["Condition"] == {
+        "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["#poller-lease#*"]}
+    }
+    environment = functions(resources)["PollerFunction"]["Properties"]["Environment"]["Variables"]
+    assert environment["POLLER_HELPERS"] == {"Ref": "PollerHelpers"}
 
 
 def test_poller_queries_only_the_due_index(resources: dict[str, Any]) -> None:
@@ -1227,8 +1264,8 @@ def test_submit_may_wake_the_poller_only(
     variables = resources[function]["Properties"]["Environment"]["Variables"]
     assert variables["POLLER_FUNCTION_NAME"] == {"Ref": "PollerFunction"}
     assert variables["POLLER_WAKE_ON_SUBMIT"] == {"Ref": "PollerWakeOnSubmit"}
-    # and no other function may start a function
-    for other in set(FUNCTIONS) - set(SUBMITTERS):
+    # and no other function may start a function (the poller starts only itself: its helpers)
+    for other in set(FUNCTIONS) - set(SUBMITTERS) - {"PollerFunction"}:
         for statement in role_statements(resources, other):
             assert not any(a.startswith("lambda:") for a in as_list(statement["Action"])), other
 

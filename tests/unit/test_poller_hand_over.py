@@ -12,7 +12,8 @@ import pytest
 from pingback_guard.domain.lease import PollerStart
 from pingback_guard.domain.task import NewTask
 from pingback_guard.logic.poll_schedule import KEEP_SWEEPING_AFTER_WORK_SECONDS, SolveTimes
-from pingback_guard.logic.poller import PollerService, SweepReport
+from pingback_guard.logic.poller import PollerService
+from pingback_guard.logic.sweep_report import SweepReport
 from tests.fakes import RECAPTCHA_REQUEST, UNIT_POLL_POLICY, FakeProvider, InMemoryTaskStore
 
 T0 = 1000.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import pytest
 
@@ -28,7 +28,8 @@ from pingback_guard.logic.poll_schedule import (
     SolveTimes,
     first_poll_delay,
 )
-from pingback_guard.logic.poller import PollerService, SweepReport
+from pingback_guard.logic.poller import PollerService
+from pingback_guard.logic.sweep_report import SweepReport
 from pingback_guard.provider.answers import ProviderAnswer
 from tests.fakes import (
     RECAPTCHA_REQUEST,
@@ -290,7 +291,7 @@ def test_callback_racing_the_poller_is_a_duplicate_not_a_second_write(
     service = poller(store, provider)
     due = store.due_tasks(SUBMITTED + 130, 10)
     store.record_result(TaskResult("1", TOKEN, DeliveryPath.CALLBACK, SUBMITTED + 129))
-    store.due_tasks = lambda now, limit: due  # type: ignore[method-assign]  # the index lags the table
+    store.due_tasks = lambda now, limit, shards=None: due  # type: ignore[method-assign]  # the index lags the table
     report = service.sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
     assert (report.recovered, report.duplicates) == (0, 1)
     task = store.get("1")
@@ -386,7 +387,7 @@ def test_a_store_failure_leaves_the_task_due_for_the_next_sweep(store: InMemoryT
     provider = FakeProvider(answers={"1": TOKEN})
     service = poller(store, provider)
     due = store.due_tasks(SUBMITTED + 130, 10)
-    store.due_tasks = lambda now, limit: due  # type: ignore[method-assign]
+    store.due_tasks = lambda now, limit, shards=None: due  # type: ignore[method-assign]
     store.fail_next.append(unavailable())
     report = service.sweep(now=SUBMITTED + 130, remaining_seconds=plenty)
     assert report.store_errors == 1
@@ -765,8 +766,10 @@ def test_batches_refused_while_others_are_in_flight_are_all_asked_again_alone(
 class ShardedOrderStore(InMemoryTaskStore):
     """Due tasks in the order a sharded index gives them: not the most overdue first."""
 
-    def due_tasks(self, now: float, limit: int) -> list[DueTask]:
-        return list(reversed(super().due_tasks(now, limit)))
+    def due_tasks(
+        self, now: float, limit: int, shards: Collection[int] | None = None
+    ) -> list[DueTask]:
+        return list(reversed(super().due_tasks(now, limit, shards)))
 
 
 def test_a_sweep_out_of_budget_asks_for_the_most_overdue_tasks_first_whatever_their_kind() -> None:
@@ -799,13 +802,17 @@ class SlowStore(InMemoryTaskStore):
         self.moments.append(self.moments[-1] + self.seconds)
         self.ended.append(self.moments[-1])
 
-    def due_tasks(self, now: float, limit: int) -> list[DueTask]:
+    def due_tasks(
+        self, now: float, limit: int, shards: Collection[int] | None = None
+    ) -> list[DueTask]:
         self._slow()
-        return super().due_tasks(now, limit)
+        return super().due_tasks(now, limit, shards)
 
-    def next_due_at(self, after: float, until: float) -> float | None:
+    def next_due_at(
+        self, after: float, until: float, shards: Collection[int] | None = None
+    ) -> float | None:
         self._slow()
-        return super().next_due_at(after, until)
+        return super().next_due_at(after, until, shards)
 
     def reschedule_poll(
         self, task_id: str, due_at: float, poll_attempts: int, last_checked_at: float | None = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -36,7 +36,17 @@ class DueIndex:
             min(table.settings.due_shards, SHARD_READERS), thread_name_prefix="due-index"
         )
 
-    def due_tasks(self, now: float, limit: int) -> list[DueTask]:
+    @property
+    def shard_count(self) -> int:
+        return self._table.settings.due_shards
+
+    def _shards(self, shards: Collection[int] | None) -> list[str]:
+        every = range(self.shard_count)
+        return [str(shard) for shard in every if shards is None or shard in shards]
+
+    def due_tasks(
+        self, now: float, limit: int, shards: Collection[int] | None = None
+    ) -> list[DueTask]:
         """The ``limit`` most overdue, whichever shards hold them: each shard's oldest ``limit``
         (a Query returns a partition's items in sort key order, ascending by default:
         https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Query.KeyConditionExpressions.html),
@@ -44,9 +54,8 @@ class DueIndex:
         shards in turn and stopping at the limit left a backlog's oldest tasks in the shards not
         reached, unchecked until the provider had forgotten them. The shards are queried at
         once: a read of the index takes one Query's time, not one per shard."""
-        shards = [str(shard) for shard in range(self._table.settings.due_shards)]
         oldest = self._readers.map(
-            lambda shard: list(self._due_in_shard(shard, now, limit)), shards
+            lambda shard: list(self._due_in_shard(shard, now, limit)), self._shards(shards)
         )
         return heapq.nsmallest(
             limit, itertools.chain.from_iterable(oldest), key=lambda task: task.due_at
@@ -75,12 +84,13 @@ class DueIndex:
                 return
             request["ExclusiveStartKey"] = last_key
 
-    def next_due_at(self, after: float, until: float) -> float | None:
-        shards = [str(shard) for shard in range(self._table.settings.due_shards)]
+    def next_due_at(
+        self, after: float, until: float, shards: Collection[int] | None = None
+    ) -> float | None:
         earliest = [
             due_at
             for due_at in self._readers.map(
-                lambda shard: self._first_due(shard, after, until), shards
+                lambda shard: self._first_due(shard, after, until), self._shards(shards)
             )
             if due_at is not None
         ]

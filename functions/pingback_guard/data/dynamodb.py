@@ -2,22 +2,25 @@
 
 Each part of the table has its own module, by what it stores: task records (tasks.py), results
 (results.py), pingback URLs (capabilities.py), the due index and poll state (due_index.py), the
-poller's lease (poller_lease.py) and reports (reports.py), over the shared requests of
-dynamodb_table.py. This class only puts them behind the one TaskStore contract.
+poller's leases (poller_lease.py, poller_helpers.py) and reports (reports.py), over the
+shared requests of dynamodb_table.py. This class only puts them behind the one TaskStore
+contract.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from pingback_guard.data.capabilities import PingbackUrls
-from pingback_guard.data.due_index import DueIndex
+from pingback_guard.data.due_index import DueIndex, due_shard_of
 from pingback_guard.data.dynamodb_table import ItemTable
+from pingback_guard.data.poller_helpers import PollerHelperLeases
 from pingback_guard.data.poller_lease import PollerLeases
 from pingback_guard.data.reports import ReportRecords
 from pingback_guard.data.results import ResultRecords
 from pingback_guard.data.tasks import TaskRecords
-from pingback_guard.domain.lease import PollerLease
+from pingback_guard.domain.lease import HelperLoad, PollerLease
 from pingback_guard.domain.task import (
     DueTask,
     IssuedPingbackUrl,
@@ -46,6 +49,7 @@ class DynamoDbTaskStore:
         self._results = ResultRecords(table, self._pingback_urls)
         self._due = DueIndex(table)
         self._lease = PollerLeases(table)
+        self._helpers = PollerHelperLeases(table)
         self._reports = ReportRecords(table)
 
     def record_submission(self, task: NewTask) -> SubmissionOutcome:
@@ -80,11 +84,33 @@ class DynamoDbTaskStore:
     def record_failure(self, result: TaskResult) -> StoreOutcome:
         return self._results.record_failure(result)
 
-    def due_tasks(self, now: float, limit: int) -> list[DueTask]:
-        return self._due.due_tasks(now, limit)
+    def due_tasks(
+        self, now: float, limit: int, shards: Collection[int] | None = None
+    ) -> list[DueTask]:
+        return self._due.due_tasks(now, limit, shards)
 
-    def next_due_at(self, after: float, until: float) -> float | None:
-        return self._due.next_due_at(after, until)
+    def next_due_at(
+        self, after: float, until: float, shards: Collection[int] | None = None
+    ) -> float | None:
+        return self._due.next_due_at(after, until, shards)
+
+    def due_shard_count(self) -> int:
+        return self._due.shard_count
+
+    def due_shard(self, task_id: str) -> int:
+        return int(due_shard_of(task_id, self._due.shard_count))
+
+    def acquire_helper_lease(self, group: int, holder: str, now: float, until: float) -> bool:
+        return self._helpers.acquire_helper_lease(group, holder, now, until)
+
+    def record_helper_load(self, group: int, holder: str, load_seconds: float) -> None:
+        self._helpers.record_helper_load(group, holder, load_seconds)
+
+    def release_helper_lease(self, group: int, holder: str, now: float) -> None:
+        self._helpers.release_helper_lease(group, holder, now)
+
+    def live_helpers(self, groups: int, now: float) -> dict[int, HelperLoad]:
+        return self._helpers.live_helpers(groups, now)
 
     def reschedule_poll(
         self,

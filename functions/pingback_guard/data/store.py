@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Protocol
 
-from pingback_guard.domain.lease import PollerLease
+from pingback_guard.domain.lease import HelperLoad, PollerLease
 from pingback_guard.domain.task import (
     DueTask,
     IssuedPingbackUrl,
@@ -72,11 +73,23 @@ class TaskStore(Protocol):
 
     def get(self, task_id: str) -> Task | None: ...
 
-    def due_tasks(self, now: float, limit: int) -> list[DueTask]:
-        """PENDING tasks due at or before ``now``, at most ``limit``, never by Scan."""
+    def due_tasks(
+        self, now: float, limit: int, shards: Collection[int] | None = None
+    ) -> list[DueTask]:
+        """PENDING tasks due at or before ``now``, at most ``limit``, never by Scan; only those
+        in the due index ``shards``, when given."""
 
-    def next_due_at(self, after: float, until: float) -> float | None:
-        """The earliest due time in (after, until] of a PENDING task, None if there is none."""
+    def next_due_at(
+        self, after: float, until: float, shards: Collection[int] | None = None
+    ) -> float | None:
+        """The earliest due time in (after, until] of a PENDING task (in ``shards``, when
+        given), None if there is none."""
+
+    def due_shard_count(self) -> int:
+        """How many shards the due index spreads PENDING tasks over."""
+
+    def due_shard(self, task_id: str) -> int:
+        """The due index shard a task's poll state is in."""
 
     def acquire_poller_lease(self, holder: str, now: float, until: float) -> PollerLease:
         """Take the poller lease until ``until`` if it is free (expired or released)."""
@@ -94,6 +107,18 @@ class TaskStore(Protocol):
     def mark_poller_busy(self, holder: str, busy_at: float) -> None:
         """Say that a holder has a task to check since ``busy_at``, if ``holder`` still has the
         lease (else nothing)."""
+
+    def acquire_helper_lease(self, group: int, holder: str, now: float, until: float) -> bool:
+        """Take helper group ``group``'s lease until ``until`` if it is free."""
+
+    def record_helper_load(self, group: int, holder: str, load_seconds: float) -> None:
+        """Keep a helper's last sweep load in its lease item, if ``holder`` still has it."""
+
+    def release_helper_lease(self, group: int, holder: str, now: float) -> None:
+        """Free helper group ``group``'s lease if ``holder`` still has it."""
+
+    def live_helpers(self, groups: int, now: float) -> dict[int, HelperLoad]:
+        """The helper groups among 1..``groups`` whose lease is held past ``now``."""
 
     def claim_read_through(self, task_id: str, now: float, interval_seconds: float) -> bool:
         """Guard of a worker-triggered res.php check: True for at most one caller per interval,

@@ -27,13 +27,34 @@ class PollerStart(StrEnum):
     """Started by a submit while no invocation swept on: takes over from a holder that stops
     before it would, and has work from its start (the task just recorded), so it sweeps to its
     end."""
+    HELPER = "pingback-guard.fan-out"
+    """Started by the main holder while its sweeps fall behind: sweeps one group of due shards
+    under that group's own lease (``group`` in the event), gives way to a holder of it."""
     ALONE = "other"
     """Any other event (an operator's or a test's invoke): gives way to a holder."""
 
     @classmethod
     def of(cls, event: object) -> PollerStart:
         source = event.get("source") if isinstance(event, dict) else None
-        for start in (cls.SCHEDULED, cls.WOKEN):
+        for start in (cls.SCHEDULED, cls.WOKEN, cls.HELPER):
             if source == start.value:
                 return start
         return cls.ALONE
+
+
+@dataclass(frozen=True)
+class HelperLoad:
+    """A helper group's lease, as the main holder reads it each sweep."""
+
+    held_until: float
+    load_seconds: float
+    """Its last sweep's CPU time over the function's share of a vCPU: the wall time the work
+    would take with nothing to wait for."""
+
+
+def helper_group_of(event: object, groups: int) -> int | None:
+    """The helper group a fan-out event names, if it is one of 1..``groups``."""
+    group = event.get("group") if isinstance(event, dict) else None
+    if isinstance(group, int) and not isinstance(group, bool) and 1 <= group <= groups:
+        return group
+    return None

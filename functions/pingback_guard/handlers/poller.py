@@ -10,9 +10,11 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
-from pingback_guard.domain.lease import PollerStart
+from pingback_guard.domain.lease import PollerStart, helper_group_of
 from pingback_guard.logic.poll_schedule import SolveTimes
-from pingback_guard.logic.poller import PollerService, SweepReport
+from pingback_guard.logic.poller import PollerService
+from pingback_guard.logic.poller_fan_out import PollerFanOut
+from pingback_guard.logic.sweep_report import SweepReport
 from pingback_guard.observability import (
     instrumented,
     logger,
@@ -23,6 +25,7 @@ from pingback_guard.observability import (
 from pingback_guard.provider.configured_client import captchaai_client
 from pingback_guard.provider.traced import TracedProvider
 from pingback_guard.settings import PollerSettings, clamped_poller_settings
+from pingback_guard.wake.poller import LambdaPollerWaker
 
 settings, setting_warnings = clamped_poller_settings(PollerSettings.from_env(os.environ))
 for setting_warning in setting_warnings:
@@ -51,6 +54,10 @@ class SweepMetrics:
         _emit(report.since(self._published), with_zeros=True)
 
 
+def _helper_start_failed(reason: str) -> None:
+    logger.warning("poller helper not started", extra={"reason": reason})
+
+
 service = PollerService(
     store,
     TracedProvider(
@@ -59,6 +66,13 @@ service = PollerService(
     settings.policy,
     SolveTimes(default_seconds=settings.expected_solve_seconds),
     on_token_stored=token_stored(settings.table.token_lifetimes),
+    fan_out=PollerFanOut(
+        store,
+        settings.fan_out,
+        LambdaPollerWaker(aws_clients.lambda_client_on_first_use(), settings.function_name),
+        settings.policy.sweep_interval_seconds,
+        on_start_failed=_helper_start_failed,
+    ),
 )
 
 METRIC_BY_COUNT = {
@@ -77,6 +91,8 @@ METRIC_BY_COUNT = {
     "budget_exhausted": "PollBudgetExhausted",
     "store_errors": "PollStoreError",
     "lease_busy": "PollLeaseBusy",
+    "helpers_started": "PollerHelperStarted",
+    "helper_start_failed": "PollerHelperStartFailed",
 }
 
 
@@ -86,14 +102,24 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="PollerInvocations", unit=MetricUnit.Count, value=1)
     sweep_metrics = SweepMetrics()
     start = PollerStart.of(event)
+    group = helper_group_of(event, settings.fan_out.helpers)
+    if start is PollerStart.HELPER and group is None:
+        # Not one of this deployment's groups (PollerHelpers changed since it was sent): as any
+        # other event, it sweeps only if no invocation holds the main lease.
+        logger.warning(
+            "fan-out event names no helper group", extra={"helpers": settings.fan_out.helpers}
+        )
+        start = PollerStart.ALONE
     report = service.run(
         lambda: context.get_remaining_time_in_millis() / 1000,
         on_sweep=sweep_metrics.publish,
         start=start,
+        group=group if start is PollerStart.HELPER else None,
     )
     sweep_metrics.publish_rest(report)
     summary: dict[str, Any] = {name: getattr(report, name) for name in METRIC_BY_COUNT}
     summary["start"] = start.name
+    summary["group"] = group
     summary["stopped_early"] = report.stopped_early
     summary["account_error"] = report.account_error
     logger.info("sweeps done", extra=summary)

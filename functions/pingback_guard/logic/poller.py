@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, replace
 
 from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.errors import (
@@ -49,7 +49,9 @@ from pingback_guard.logic.poll_schedule import (
     PollPolicy,
     SolveTimes,
 )
+from pingback_guard.logic.poller_fan_out import PollerFanOut
 from pingback_guard.logic.results import TokenStored, store_result, stored_request
+from pingback_guard.logic.sweep_report import SweepReport
 from pingback_guard.provider.answers import AnswerKind, ProviderAnswer
 from pingback_guard.provider.client import ProviderClient
 
@@ -68,58 +70,6 @@ class FinalWrite:
     result: TaskResult | None
 
 
-@dataclass
-class SweepReport:
-    """What one invocation did; each count is also a metric the handler emits."""
-
-    sweeps: int = 0
-    due: int = 0
-    requests: int = 0
-    recovered: int = 0
-    failed: int = 0
-    not_ready: int = 0
-    deferred: int = 0
-    expired: int = 0
-    duplicates: int = 0
-    conflicts: int = 0
-    retryable_errors: int = 0
-    batch_refused: int = 0
-    budget_exhausted: int = 0
-    store_errors: int = 0
-    lease_busy: int = 0
-    plans_left_due: int = 0
-    account_error: str | None = None
-    stopped_early: bool = False
-    recovery_delays: list[float] = field(default_factory=list)
-
-    def add(self, other: SweepReport) -> None:
-        for counter in fields(self):
-            value = getattr(other, counter.name)
-            if isinstance(value, int) and not isinstance(value, bool):
-                setattr(self, counter.name, getattr(self, counter.name) + value)
-        self.account_error = self.account_error or other.account_error
-        self.stopped_early = self.stopped_early or other.stopped_early
-        self.recovery_delays.extend(other.recovery_delays)
-
-    def since(self, earlier: SweepReport) -> SweepReport:
-        """What this report counts beyond ``earlier`` (a snapshot of the same run)."""
-        later = SweepReport()
-        for counter in fields(self):
-            value = getattr(self, counter.name)
-            if isinstance(value, int) and not isinstance(value, bool):
-                setattr(later, counter.name, value - getattr(earlier, counter.name))
-        if self.account_error != earlier.account_error:
-            later.account_error = self.account_error
-        later.stopped_early = self.stopped_early and not earlier.stopped_early
-        later.recovery_delays = self.recovery_delays[len(earlier.recovery_delays) :]
-        return later
-
-    def snapshot(self) -> SweepReport:
-        copy = SweepReport()
-        copy.add(self)
-        return copy
-
-
 class PollerService:
     def __init__(
         self,
@@ -131,8 +81,16 @@ class PollerService:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         on_token_stored: TokenStored | None = None,
+        fan_out: PollerFanOut | None = None,
+        cpu_clock: Callable[[], float] = time.process_time,
     ) -> None:
+        """``fan_out``: the main holder starts helpers under load (logic/poller_fan_out.py);
+        ``cpu_clock``: the process's CPU time, all threads (each sweep's load)."""
         self._store = store
+        self._fan_out = fan_out
+        self._cpu_clock = cpu_clock
+        # The helper group this invocation sweeps; None: it holds the main lease.
+        self._group: int | None = None
         self._provider = provider
         self._policy = policy
         self._solve_times = solve_times
@@ -152,6 +110,7 @@ class PollerService:
         remaining_seconds: Callable[[], float],
         on_sweep: Callable[[SweepReport], None] | None = None,
         start: PollerStart = PollerStart.ALONE,
+        group: int | None = None,
     ) -> SweepReport:
         """Hold the lease and sweep every few seconds while tasks come due before we stop.
 
@@ -160,7 +119,8 @@ class PollerService:
         a woken invocation takes over from a holder that stops before it would, and has work
         from its start. A scheduled one gives way as before: waiting, it holds a Lambda
         environment and completes no invocation (PollerNotRunningAlarm counts completions), and
-        schedules compressed in local runs piled up behind a woken holder."""
+        schedules compressed in local runs piled up behind a woken holder. ``group``: a
+        helper's, which sweeps that group's shards under the group's own lease."""
         report = SweepReport()
         holder = uuid.uuid4().hex
         started = self._clock()
@@ -168,15 +128,23 @@ class PollerService:
         stop_at = started + min(self._policy.run_seconds, time_left)
         # Held to the Lambda deadline at most: a crashed holder's lease ends by itself.
         lease_until = started + remaining_seconds()
-        if not self._take_lease(holder, lease_until, stop_at, remaining_seconds, report, start):
+        if group is None:
+            taken = self._take_lease(holder, lease_until, stop_at, remaining_seconds, report, start)
+        else:
+            taken = self._take_helper_lease(group, holder, lease_until, remaining_seconds, report)
+        if not taken:
             return report
-        self._plans = {}
+        self._plans, self._group = {}, group
         if start is PollerStart.WOKEN:
             self._became_busy(holder, self._clock(), report)
         try:
+            load = 0.0
             while True:
                 now = self._clock()
-                swept = self.sweep(now, remaining_seconds)
+                shards = self._scope(now, load, report)
+                cpu_before = self._cpu_clock()
+                swept = self.sweep(now, remaining_seconds, shards)
+                load = self._measured_load(holder, cpu_before, swept)
                 report.add(swept)
                 if on_sweep:
                     on_sweep(report)
@@ -184,7 +152,7 @@ class PollerService:
                     return report
                 next_sweep = now + self._policy.sweep_interval_seconds
                 if next_sweep > stop_at or not self._work_ahead(
-                    holder, report, stop_at, remaining_seconds
+                    holder, report, stop_at, remaining_seconds, shards
                 ):
                     return report
                 self._sleep(max(0.0, next_sweep - self._clock()))
@@ -193,7 +161,45 @@ class PollerService:
             return report
         finally:
             self._write_plans(report, remaining_seconds)
-            self._release_lease(holder)
+            self._release(holder)
+
+    def _scope(self, now: float, load: float, report: SweepReport) -> frozenset[int] | None:
+        """The due shards this sweep covers (None: all); a main holder's plans for shards that
+        a helper took are written first, for the helper to find."""
+        if self._fan_out is None:
+            return None
+        if self._group is not None:
+            return self._fan_out.helper_scope(self._group)
+        shards = self._fan_out.main_scope(now, load, report)
+        if shards is not None:
+            self._hand_over_plans(shards, report)
+        return shards
+
+    def _measured_load(self, holder: str, cpu_before: float, swept: SweepReport) -> float:
+        """The sweep's CPU time over the function's share of a vCPU; a helper keeps it in its
+        lease item for the main holder."""
+        if self._fan_out is None:
+            return 0.0
+        load = self._fan_out.policy.load_seconds(self._cpu_clock() - cpu_before)
+        if self._group is not None:
+            try:
+                self._store.record_helper_load(self._group, holder, load)
+            except StoreError:
+                swept.store_errors += 1
+        return load
+
+    def _hand_over_plans(self, shards: frozenset[int], report: SweepReport) -> None:
+        plans = self._plans or {}
+        for task_id in [
+            task_id for task_id in plans if self._store.due_shard(task_id) not in shards
+        ]:
+            task = plans.pop(task_id)
+            try:
+                self._store.reschedule_poll(
+                    task.task_id, task.due_at, task.poll_attempts, task.last_checked_at
+                )
+            except StoreError:
+                report.store_errors += 1  # the task stays due at its older time: checked sooner
 
     def _work_ahead(
         self,
@@ -201,6 +207,7 @@ class PollerService:
         swept: SweepReport,
         stop_at: float,
         remaining_seconds: Callable[[], float],
+        shards: frozenset[int] | None,
     ) -> bool:
         """Sweep on? Once this invocation has had work, to its end: a task submitted meanwhile
         (a busy stack's next one) is then checked when due, not at the next scheduled minute.
@@ -215,22 +222,28 @@ class PollerService:
         if self._time_left(remaining_seconds) <= 0:
             return False
         # Overdue tasks count too: a sweep out of budget leaves them for the next one.
-        return self._store.next_due_at(0.0, stop_at) is not None
+        return self._store.next_due_at(0.0, stop_at, shards) is not None
 
-    def sweep(self, now: float, remaining_seconds: Callable[[], float]) -> SweepReport:
-        """Poll due PENDING tasks until done, out of request budget or out of time."""
+    def sweep(
+        self,
+        now: float,
+        remaining_seconds: Callable[[], float],
+        shards: frozenset[int] | None = None,
+    ) -> SweepReport:
+        """Poll due PENDING tasks (in ``shards``, when given) until done, out of request budget
+        or out of time."""
         report = SweepReport(sweeps=1)
         if not self._may_call(remaining_seconds, report):
             return report
         try:
-            due, waiting = self._due(now)
+            due, waiting = self._due(now, shards)
         except StoreError:
             report.store_errors += 1  # the next sweep finds the same tasks still due
             return report
         report.due = len(due)
         pending = [task for task in due if not self._deferred(task, now, report)]
         batched = sum(not polled_alone(task.method) for task in pending)
-        pending += self._riders(now, batched, waiting, remaining_seconds)
+        pending += self._riders(now, batched, waiting, remaining_seconds, shards)
         self._ask_all(self._requests_for(pending, now), now, remaining_seconds, report)
         return report
 
@@ -309,14 +322,16 @@ class PollerService:
             return {}
         raise error
 
-    def _due(self, now: float) -> tuple[list[DueTask], list[DueTask]]:
+    def _due(
+        self, now: float, shards: frozenset[int] | None
+    ) -> tuple[list[DueTask], list[DueTask]]:
         """Due tasks as the table has them, with the next checks held in memory applied; and
         the checks held in memory (tasks no longer PENDING dropped when the index says so)."""
         plans = self._plans
         limit = self._policy.max_tasks_per_sweep
         if plans is None:
-            return self._store.due_tasks(now, limit=limit), []
-        found = self._store.due_tasks(now, limit=limit + len(plans))
+            return self._store.due_tasks(now, limit=limit, shards=shards), []
+        found = self._store.due_tasks(now, limit=limit + len(plans), shards=shards)
         if len(found) < limit + len(plans):
             # Not in the index any more: finished (a pingback came), nothing to write for it.
             seen = {task.task_id for task in found}
@@ -331,6 +346,7 @@ class PollerService:
         requested: int,
         planned: Sequence[DueTask],
         remaining_seconds: Callable[[], float],
+        shards: frozenset[int] | None,
     ) -> list[DueTask]:
         """Tasks not due yet (their next check held in memory, or their first one ahead) that
         may fill the room left in the ids= requests made for ``requested`` due tasks: checked at
@@ -343,7 +359,9 @@ class PollerService:
         planned_ids = {task.task_id for task in planned}
         ahead = [
             task
-            for task in self._store.due_tasks(now + RIDE_AHEAD_SECONDS, limit=room + requested)
+            for task in self._store.due_tasks(
+                now + RIDE_AHEAD_SECONDS, limit=room + requested, shards=shards
+            )
             if task.due_at > now and task.task_id not in planned_ids
         ]
         waiting = [task for task in planned if task.due_at > now] + ahead
@@ -555,7 +573,7 @@ class PollerService:
         starts none (logic/poller_wake.py)."""
         idle = self._busy_at is None or now - self._busy_at >= KEEP_SWEEPING_AFTER_WORK_SECONDS
         self._busy_at = now
-        if idle:
+        if idle and self._group is None:
             try:
                 self._store.mark_poller_busy(holder, now)
             except StoreError:
@@ -620,10 +638,34 @@ class PollerService:
             lease = self._store.acquire_poller_lease(holder, self._clock(), lease_until)
         return lease
 
-    def _release_lease(self, holder: str) -> None:
+    def _take_helper_lease(
+        self,
+        group: int,
+        holder: str,
+        lease_until: float,
+        remaining_seconds: Callable[[], float],
+        report: SweepReport,
+    ) -> bool:
+        """A helper gives way to a holder of its group: the main holder starts one at a time."""
+        if not self._may_call(remaining_seconds, report):
+            return False
         try:
-            self._store.release_poller_lease(
-                holder, self._clock(), self._solve_times.dump(), self._busy_at
-            )
+            taken = self._store.acquire_helper_lease(group, holder, self._clock(), lease_until)
+        except StoreError:
+            report.store_errors += 1
+            return False
+        report.lease_busy += int(not taken)
+        self._busy_at = None
+        return taken
+
+    def _release(self, holder: str) -> None:
+        group, self._group = self._group, None
+        try:
+            if group is None:
+                self._store.release_poller_lease(
+                    holder, self._clock(), self._solve_times.dump(), self._busy_at
+                )
+            else:
+                self._store.release_helper_lease(group, holder, self._clock())
         except StoreError:
             return  # the lease ends by itself at the Lambda deadline

@@ -1,5 +1,6 @@
 """PollerWaker interface and its Lambda implementation: one asynchronous invocation of the
-poller function (``InvocationType=Event``, https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html).
+poller function (``InvocationType=Event``, https://docs.aws.amazon.com/lambda/latest/api/API_Invoke.html),
+by a submit (wake) or by the poller's main holder for a helper group (start_helper).
 
 Lambda queues the event and answers 202 at once; the invocation runs later, out of this call.
 A throttled or refused call is not retried here: the caller is a submit a worker waits on, and
@@ -33,9 +34,15 @@ class LambdaPollerWaker:
         self._function_name = function_name
 
     def wake(self) -> None:
+        self._invoke(WAKE_EVENT)
+
+    def start_helper(self, group: int) -> None:
+        self._invoke(json.dumps({"source": PollerStart.HELPER.value, "group": group}).encode())
+
+    def _invoke(self, payload: bytes) -> None:
         try:
             answer = self._client.invoke(
-                FunctionName=self._function_name, InvocationType="Event", Payload=WAKE_EVENT
+                FunctionName=self._function_name, InvocationType="Event", Payload=payload
             )
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code", "ClientError")

@@ -8,6 +8,7 @@ https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-l
 Deny in any wins). The refusal is the error the service answers on AWS, as botocore parses it.
 """
 
+import fnmatch
 import json
 import threading
 import time
@@ -123,6 +124,7 @@ class Authorizer:
         self._site = profile.call_site
         self._evaluator = evaluator
         self._referenced = _referenced_condition_keys(profile)
+        self._leading_keys_tested_by = _actions_testing(profile, _LEADING_KEYS)
         self._principal_context = self._principal_values()
         self._decisions: dict[tuple[str, str, str], Decision] = {}
         self._lock = threading.Lock()
@@ -206,7 +208,11 @@ class Authorizer:
     def _context(self, request: IamRequest) -> dict[str, Any]:
         context: dict[str, Any] = dict(self._principal_context)
         if _LEADING_KEYS.lower() in self._referenced and request.action.startswith("dynamodb:"):
-            if request.action in _NO_LEADING_KEYS:
+            tested = any(
+                fnmatch.fnmatchcase(request.action.lower(), pattern)
+                for pattern in self._leading_keys_tested_by
+            )
+            if request.action in _NO_LEADING_KEYS and tested:
                 raise UnmappedCall(f"{request.action}: dynamodb:LeadingKeys is not read")
             if request.leading_keys is not None:
                 context[_LEADING_KEYS] = list(request.leading_keys)
@@ -222,6 +228,25 @@ def _referenced_condition_keys(profile: AuthorizationProfile) -> frozenset[str]:
             for operands in statement.get("Condition", {}).values():
                 keys.update(str(key).lower() for key in operands)
     return frozenset(keys)
+
+
+def _actions_testing(profile: AuthorizationProfile, key: str) -> frozenset[str]:
+    """The action patterns (lowercased) of the statements that test condition ``key``: a key
+    the twin cannot read matters only to the calls those statements are about."""
+    patterns: set[str] = set()
+    for policy in profile.policies():
+        statements = policy.get("Statement", [])
+        for statement in statements if isinstance(statements, list) else [statements]:
+            tested = {
+                str(name).lower()
+                for operands in statement.get("Condition", {}).values()
+                for name in operands
+            }
+            if key.lower() in tested:
+                actions = statement.get("Action", [])
+                for action in actions if isinstance(actions, list) else [actions]:
+                    patterns.add(str(action).lower())
+    return frozenset(patterns)
 
 
 # ---------------------------------------------------------------- the services' refusals

@@ -58,6 +58,7 @@ def _roles(
 ) -> dict[str, tuple[list[dict[str, Any]], dict[str, str]]]:
     """Role ARN -> (identity policies, tags)."""
     roles = {}
+    attached = _attached_policies(stack)
     for logical_id, definition in stack.resources_of_type("AWS::IAM::Role"):
         properties = stack.resolver.resolve(definition.get("Properties", {}))
         policies = [
@@ -68,9 +69,22 @@ def _roles(
             {"name": str(arn), "policy": _managed_policy(endpoint, str(arn))}
             for arn in properties.get("ManagedPolicyArns", [])
         ]
+        policies += attached.get(str(stack.resources.physical_id(logical_id)), [])
         tags = {str(tag["Key"]): str(tag["Value"]) for tag in properties.get("Tags", [])}
         roles[str(stack.resources.attribute(logical_id, "Arn"))] = (policies, tags)
     return roles
+
+
+def _attached_policies(stack: DeployedStack) -> dict[str, list[dict[str, Any]]]:
+    """Role name -> the AWS::IAM::Policy documents the stack attaches to it (a policy of its
+    own, as a role that names its function's ARN needs)."""
+    attached: dict[str, list[dict[str, Any]]] = {}
+    for _, definition in stack.resources_of_type("AWS::IAM::Policy"):
+        properties = stack.resolver.resolve(definition.get("Properties", {}))
+        policy = {"name": str(properties["PolicyName"]), "policy": properties["PolicyDocument"]}
+        for role_name in properties.get("Roles", []):
+            attached.setdefault(str(role_name), []).append(policy)
+    return attached
 
 
 def _managed_policy(endpoint: AwsEndpoint, policy_arn: str) -> Policy:

@@ -1,0 +1,107 @@
+"""The poller's helper leases: one item per helper group of due shards (``#poller-lease#<g>``),
+saying which invocation sweeps that group until when and how loaded its last sweep was.
+
+The main lease holder reads them all in one BatchGetItem each sweep (eventually consistent: a
+second's staleness moves a group's hand-over by one sweep) to know which shards it leaves to a
+helper and how much work the helpers see between them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pingback_guard.data.dynamodb_table import (
+    NON_TASK_KEY_PREFIX,
+    ConditionRefused,
+    ItemTable,
+    float_or_none,
+    item_to_python,
+    values,
+)
+from pingback_guard.domain.lease import HelperLoad
+
+HELPER_LEASE_PREFIX = NON_TASK_KEY_PREFIX + "poller-lease#"
+# BatchGetItem reads at most 100 keys a request:
+# https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html
+BATCH_GET_KEYS = 100
+
+
+def helper_lease_key(group: int) -> str:
+    return f"{HELPER_LEASE_PREFIX}{group}"
+
+
+class PollerHelperLeases:
+    def __init__(self, table: ItemTable) -> None:
+        self._table = table
+
+    def acquire_helper_lease(self, group: int, holder: str, now: float, until: float) -> bool:
+        try:
+            self._update(
+                group,
+                "SET holder = :holder, lease_until = :until, load_seconds = :zero",
+                "attribute_not_exists(lease_until) OR lease_until <= :now",
+                holder=holder,
+                until=until,
+                now=now,
+                zero=0,
+            )
+        except ConditionRefused:
+            return False
+        return True
+
+    def record_helper_load(self, group: int, holder: str, load_seconds: float) -> None:
+        self._update_if_holder(group, holder, "SET load_seconds = :load", load=load_seconds)
+
+    def release_helper_lease(self, group: int, holder: str, now: float) -> None:
+        self._update_if_holder(
+            group, holder, "SET lease_until = :now, load_seconds = :zero", now=now, zero=0
+        )
+
+    def live_helpers(self, groups: int, now: float) -> dict[int, HelperLoad]:
+        """Groups 1..``groups`` held past ``now``, with their last sweep's load."""
+        live: dict[int, HelperLoad] = {}
+        for item in self._items(groups):
+            until = float_or_none(item.get("lease_until"))
+            if until is None or until <= now:
+                continue
+            group = int(str(item["task_id"]).removeprefix(HELPER_LEASE_PREFIX))
+            live[group] = HelperLoad(until, float_or_none(item.get("load_seconds")) or 0.0)
+        return live
+
+    def _items(self, groups: int) -> Iterator[dict[str, object]]:
+        keys = [{"task_id": {"S": helper_lease_key(group)}} for group in range(1, groups + 1)]
+        for start in range(0, len(keys), BATCH_GET_KEYS):
+            wanted = keys[start : start + BATCH_GET_KEYS]
+            while wanted:
+                answer = self._table.call(
+                    "BatchGetItem",
+                    self._table.client.batch_get_item,
+                    RequestItems={
+                        self._table.name: {
+                            "Keys": wanted,
+                            "ProjectionExpression": "task_id, lease_until, load_seconds",
+                        }
+                    },
+                )
+                for raw in answer.get("Responses", {}).get(self._table.name, []):
+                    yield item_to_python(raw)
+                # Keys DynamoDB did not get to this time are read again at once: at most a
+                # hundred small items, so only throttling leaves any.
+                wanted = answer.get("UnprocessedKeys", {}).get(self._table.name, {}).get("Keys", [])
+
+    def _update_if_holder(self, group: int, holder: str, update: str, **kept: object) -> None:
+        try:
+            self._update(group, update, "holder = :holder", holder=holder, **kept)
+        except ConditionRefused:
+            return  # taken over: nothing of ours to write
+
+    def _update(self, group: int, update: str, condition: str, **named: object) -> None:
+        self._table.call(
+            "UpdateItem",
+            self._table.client.update_item,
+            TableName=self._table.name,
+            Key={"task_id": {"S": helper_lease_key(group)}},
+            UpdateExpression=update,
+            ConditionExpression=condition,
+            ExpressionAttributeValues=values(**named),
+        )
