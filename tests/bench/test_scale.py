@@ -9,9 +9,9 @@ import pytest
 
 from bench.scale import (
     LAMBDA_ACCOUNT_CONCURRENCY,
+    SCENARIOS,
     TARGET_RATE,
     Row,
-    SCENARIOS,
     Scenario,
     alone,
     default_sizing,

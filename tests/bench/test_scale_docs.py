@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bench import scale, scale_model
-from pingback_guard.logic import poller_fan_out as fan_out
 from infra.project_template import function_memory_mb, parameter_default, project_template
+from pingback_guard.logic import poller_fan_out as fan_out
 
 ROOT = Path(__file__).resolve().parents[2]
 SCALE_DOC = (ROOT / "docs" / "scale.md").read_text()
