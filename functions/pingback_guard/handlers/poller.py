@@ -14,6 +14,7 @@ from pingback_guard.domain.lease import PollerStart
 from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService, SweepReport
 from pingback_guard.observability import (
+    count_scheduled_run,
     instrumented,
     logger,
     metrics,
@@ -82,7 +83,7 @@ METRIC_BY_COUNT = {
 
 @instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    # One per invocation, whatever happens next: the "poller not running" alarm counts these.
+    # One per invocation, whatever its start and whatever happens next.
     metrics.add_metric(name="PollerInvocations", unit=MetricUnit.Count, value=1)
     sweep_metrics = SweepMetrics()
     start = PollerStart.of(event)
@@ -92,6 +93,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         start=start,
     )
     sweep_metrics.publish_rest(report)
+    count_scheduled_run(start, context.function_name)
     summary: dict[str, Any] = {name: getattr(report, name) for name in METRIC_BY_COUNT}
     summary["start"] = start.name
     summary["stopped_early"] = report.stopped_early
