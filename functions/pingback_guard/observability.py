@@ -7,6 +7,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
+from pingback_guard.domain.lease import PollerStart
 from pingback_guard.domain.task import CaptchaRequest, NewTask, TaskResult, TokenLifetimes
 from pingback_guard.logic.get_task import Lookup, ReadThroughOutcome
 from pingback_guard.logic.results import Delivery, TokenStored, judged_answer, unread_delivery
@@ -50,6 +51,15 @@ def count_provisional_discarded(task: NewTask) -> None:
 
 def count_poller_woken() -> None:
     metrics.add_metric(name="PollerWoken", unit=MetricUnit.Count, value=1)
+
+
+def count_scheduled_run(start: PollerStart, function_name: str) -> None:
+    """PollerNotRunningAlarm's metric, once a poller invocation returned: 1 for a scheduled
+    start, 0 for any other (woken, an operator's). Per function too: stacks in one account and
+    region share the namespace and the service, and one's schedule must not quiet another's."""
+    value = int(start is PollerStart.SCHEDULED)
+    with single_metric(name="PollerScheduledRuns", unit=MetricUnit.Count, value=value) as metric:
+        metric.add_dimension(name="function_name", value=function_name)
 
 
 def count_poller_wake_failed(reason: str) -> None:

@@ -7,12 +7,15 @@ import base64
 import json
 import time
 from dataclasses import replace
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
 from infra.lambda_context import FakeLambdaContext
+from infra.local.cloudwatch.alarm_runtime import emf_datapoints
+from infra.local.cloudwatch.alarms import MetricKey
 from pingback_guard.domain.errors import ProviderRejectedError
+from pingback_guard.domain.lease import PollerStart
 from pingback_guard.domain.task import CaptchaRequest
 from tests.fakes import FakeProvider
 from tests.integration.handler_support import (
@@ -270,6 +273,45 @@ class TestPoller:
         assert (summary["lease_busy"], summary["sweeps"]) == (1, 0)
         emitted = handlers.metrics()
         assert (emitted["PollLeaseBusy"], emitted["PollerInvocations"]) == (1, 1)
+
+    def test_only_a_scheduled_run_that_returns_counts_as_the_poller_running(
+        self, handlers: Handlers
+    ) -> None:
+        """PollerNotRunningAlarm's metric: a woken (or any other) run counts 0, a scheduled run
+        that fails counts nothing; each under this function's name."""
+        handlers.monkeypatch.setenv("POLLER_RUN_SECONDS", "0")
+        poller = handlers.load("poller")
+        context = FakeLambdaContext()
+
+        def runs_counted(run_event: dict[str, Any]) -> list[tuple[MetricKey, float]]:
+            poller.handler(run_event, context)
+            lines = handlers.output().splitlines()
+            return [
+                (key, value)
+                for line in lines
+                for key, _at, value in emf_datapoints(line)
+                if key.name == "PollerScheduledRuns"
+            ]
+
+        key = MetricKey.of(
+            "PingbackGuard",
+            "PollerScheduledRuns",
+            function_name=context.function_name,
+            service="pingback-guard",
+        )
+        assert runs_counted(event("poller_schedule.json")) == [(key, 1.0)]
+        assert runs_counted({"source": PollerStart.WOKEN.value}) == [(key, 0.0)]
+        assert runs_counted(event("scheduled_event.json")) == [(key, 0.0)]  # not its schedule
+        # Given a scheduled run that fails, then it counts as an invocation only
+        handlers.monkeypatch.setattr(poller.service, "run", _fails)
+        with pytest.raises(RuntimeError):
+            poller.handler(event("poller_schedule.json"), context)
+        emitted = handlers.metrics()
+        assert emitted["PollerInvocations"] == 1 and "PollerScheduledRuns" not in emitted
+
+
+def _fails(*_args: object, **_kwargs: object) -> NoReturn:
+    raise RuntimeError("the sweep failed")
 
 
 class TestSubmit:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from infra.local.cloudformation.intrinsics import Resolver
 from infra.local.cloudwatch.alarm_runtime import (
     EmfTail,
     SqsAges,
@@ -21,6 +22,7 @@ from infra.local.cloudwatch.alarms import (
     INSUFFICIENT_DATA,
     OK,
     AlarmBoard,
+    AlarmDefinition,
     MetricKey,
     MetricStore,
     UnsupportedAlarm,
@@ -31,6 +33,9 @@ from infra.local.cloudwatch.alarms import (
     evaluation_window,
     statistic,
 )
+from infra.project_template import project_template
+from pingback_guard.domain.lease import PollerStart
+from pingback_guard.observability import count_scheduled_run
 
 ERRORS = MetricKey.of("AWS/Lambda", "Errors", FunctionName="f")
 
@@ -236,6 +241,75 @@ def test_missing_data_breaching_fires_when_a_scheduled_function_stops() -> None:
     assert board.states["poller-not-running"] == OK
     board.evaluate(4.0)  # no invocation in [2, 4)
     assert board.states["poller-not-running"] == ALARM
+
+
+POLLER = "pingback-guard-PollerFunction-1A2B3C4D5E6F"
+
+
+class _PlaceholderResources:
+    """The stack's resources by placeholder physical ids: enough to resolve an alarm's Refs."""
+
+    def physical_id(self, logical_id: str) -> str:
+        return POLLER if logical_id == "PollerFunction" else f"placeholder-{logical_id}"
+
+    def attribute(self, logical_id: str, attribute: str) -> Any:
+        return f"placeholder-{logical_id}-{attribute}"
+
+    def __contains__(self, logical_id: object) -> bool:
+        return logical_id in project_template()["Resources"]
+
+
+def _template_alarm(logical_id: str) -> AlarmDefinition:
+    """template.yaml's alarm as the local runtime resolves it, with the parameters' defaults."""
+    template = project_template()
+    defaults = {
+        name: spec["Default"] for name, spec in template["Parameters"].items() if "Default" in spec
+    }
+    resolver = Resolver(
+        {**defaults, "AWS::StackName": "alarms", "AWS::Region": "us-east-1"},
+        _PlaceholderResources(),
+        mappings=template["Mappings"],
+    )
+    properties = resolver.resolve(template["Resources"][logical_id]["Properties"])
+    return alarm_definition(f"alarms-{logical_id}", logical_id, properties)
+
+
+def _emitted_run(start: PollerStart, capsys: pytest.CaptureFixture[str]) -> tuple[MetricKey, float]:
+    """What the poller handler's metric line says once an invocation with this start returned."""
+    capsys.readouterr()
+    count_scheduled_run(start, POLLER)
+    ((key, _at, value),) = [
+        point for line in capsys.readouterr().out.splitlines() for point in emf_datapoints(line)
+    ]
+    return key, value
+
+
+def test_woken_runs_without_scheduled_ones_raise_poller_not_running(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given the template's alarm, and what the poller emits as a woken and a scheduled run return
+    alarm = _template_alarm("PollerNotRunningAlarm")
+    woken, scheduled = (
+        _emitted_run(PollerStart.WOKEN, capsys),
+        _emitted_run(PollerStart.SCHEDULED, capsys),
+    )
+    assert woken[0] == scheduled[0] == alarm.returned.metric
+    store = MetricStore()
+    board = AlarmBoard([alarm], store, time_scale=alarm.period, origin=0.0)  # 1 s a period
+    # When both run for two periods, the alarm is OK
+    for at in (0.2, 0.7, 1.2, 1.7):
+        for key, value in (woken, scheduled):
+            store.put(key, at, value)
+    board.evaluate(2.0)
+    assert board.states[alarm.name] == OK
+    # When the schedule stops while submits keep waking the poller twice a period
+    for at in (2.2, 2.7, 3.2, 3.7):
+        store.put(woken[0], at, woken[1])
+    board.evaluate(3.0)
+    assert board.states[alarm.name] == OK  # one period without a scheduled run is not an alarm
+    # Then the alarm fires after two periods with woken runs only
+    board.evaluate(4.0)
+    assert board.states[alarm.name] == ALARM
 
 
 def test_metric_math_fills_missing_series_and_adds_them() -> None:

@@ -1050,11 +1050,15 @@ def test_poller_not_running_alarm_breaches_on_silence_over_two_sweeps(
     template: dict[str, Any], resources: dict[str, Any]
 ) -> None:
     properties = alarms(resources)["PollerNotRunningAlarm"]["Properties"]
-    assert properties["Namespace"] == "AWS/Lambda"
-    assert properties["MetricName"] == "Invocations"
+    # The scheduled runs this stack's poller completed, not every invocation (submits wake it)
+    # nor every stack's (the service dimension alone is shared by stacks in one account).
+    assert properties["Namespace"] == "PingbackGuard"
+    assert properties["MetricName"] == "PollerScheduledRuns"
     assert properties["Dimensions"] == [
-        {"Name": "FunctionName", "Value": {"Ref": "PollerFunction"}}
+        {"Name": "function_name", "Value": {"Ref": "PollerFunction"}},
+        *SERVICE_DIMENSION,
     ]
+    assert properties["Statistic"] == "Sum"
     assert properties["ComparisonOperator"] == "LessThanThreshold"
     assert properties["Threshold"] == 1
     assert (properties["EvaluationPeriods"], properties["DatapointsToAlarm"]) == (2, 2)

@@ -16,6 +16,7 @@ from pingback_guard.logic.poller import PollerService
 from pingback_guard.logic.poller_fan_out import PollerFanOut
 from pingback_guard.logic.sweep_report import SweepReport
 from pingback_guard.observability import (
+    count_scheduled_run,
     instrumented,
     logger,
     metrics,
@@ -98,7 +99,7 @@ METRIC_BY_COUNT = {
 
 @instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    # One per invocation, whatever happens next: the "poller not running" alarm counts these.
+    # One per invocation, whatever its start and whatever happens next.
     metrics.add_metric(name="PollerInvocations", unit=MetricUnit.Count, value=1)
     sweep_metrics = SweepMetrics()
     start = PollerStart.of(event)
@@ -117,6 +118,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         group=group if start is PollerStart.HELPER else None,
     )
     sweep_metrics.publish_rest(report)
+    count_scheduled_run(start, context.function_name)
     summary: dict[str, Any] = {name: getattr(report, name) for name in METRIC_BY_COUNT}
     summary["start"] = start.name
     summary["group"] = group
