@@ -342,9 +342,19 @@ class InMemoryTaskStore:
             if held_until > now:
                 return PollerLease(False, held_until)
             self.lease.update(holder=holder, until=until)
+            self.lease.pop("successor", None)
+            self.lease.pop("successor_until", None)
             samples = self.lease.get("samples", {})
             busy_at = self.lease.get("busy_at")
             return PollerLease(True, until, dict(samples), busy_at)  # type: ignore[call-overload,arg-type]
+
+    def claim_poller_succession(self, holder: str, now: float, until: float) -> bool:
+        with self._guarded():
+            claimed_until = float(self.lease.get("successor_until", -1.0))  # type: ignore[arg-type]
+            if claimed_until > now and self.lease.get("successor") != holder:
+                return False
+            self.lease.update(successor=holder, successor_until=until)
+            return True
 
     def mark_poller_busy(self, holder: str, busy_at: float) -> None:
         with self._guarded():

@@ -287,6 +287,7 @@ class GetTaskSettings(WorkerTaskSettings):
     read_through_interval_seconds: float
     read_through_max_gap_seconds: float
     expected_solve_seconds: float
+    poll_sweep_interval_seconds: float
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> GetTaskSettings:
@@ -296,6 +297,7 @@ class GetTaskSettings(WorkerTaskSettings):
             read_through_interval_seconds=env.number("READ_THROUGH_INTERVAL_SECONDS", 0.1, 3600),
             read_through_max_gap_seconds=backoff_max_seconds(env),
             expected_solve_seconds=expected_solve_seconds(env),
+            poll_sweep_interval_seconds=sweep_interval_seconds(env),
         )
 
 
@@ -386,6 +388,11 @@ def backoff_max_seconds(env: _Env) -> float:
     return env.number("POLL_BACKOFF_MAX_SECONDS", 5, 86400)
 
 
+def sweep_interval_seconds(env: _Env) -> float:
+    """The poller's sweep grid: a GET's hint names its sweeps (logic/sweep_grid.py)."""
+    return env.number("POLL_SWEEP_INTERVAL_SECONDS", 1, 60)
+
+
 @dataclass(frozen=True)
 class PollerSettings:
     table: TableSettings
@@ -419,7 +426,7 @@ class PollerSettings:
                 max_requests_per_sweep=env.integer("POLLER_MAX_REQUESTS_PER_SWEEP", 1, 10000),
                 ids_per_request=_ids_per_request(env),
                 deadline_margin_seconds=env.number("POLLER_DEADLINE_MARGIN_SECONDS", 0, 600, 10),
-                sweep_interval_seconds=env.number("POLL_SWEEP_INTERVAL_SECONDS", 1, 60),
+                sweep_interval_seconds=sweep_interval_seconds(env),
                 run_seconds=env.number("POLLER_RUN_SECONDS", 0, 900, 55),
                 batch_probe_seconds=env.number("POLL_BATCH_PROBE_SECONDS", 0, 86400, 300),
                 request_workers=env.integer("POLLER_REQUEST_WORKERS", 1, 128),

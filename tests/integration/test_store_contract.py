@@ -314,6 +314,21 @@ def test_a_holder_says_it_has_work_before_it_gives_the_lease_back(store: TaskSto
     assert store.acquire_poller_lease("b", now=1004.0, until=1064.0).busy_at == 1002.0
 
 
+def test_one_claim_to_succeed_the_holder_until_a_new_holder_or_its_end(
+    store: TaskStore,
+) -> None:
+    store.acquire_poller_lease("holder", now=1000.0, until=1070.0)
+    assert store.claim_poller_succession("waiting", now=1010.0, until=1050.0)
+    assert store.claim_poller_succession("waiting", now=1011.0, until=1050.0)  # its own
+    assert not store.claim_poller_succession("third", now=1012.0, until=1072.0)
+    store.release_poller_lease("holder", now=1040.0, solve_samples={})
+    # A new holder (not the claimant) ends the claim: the claimant may claim again.
+    assert store.acquire_poller_lease("scheduled", now=1040.5, until=1110.5).acquired
+    assert store.claim_poller_succession("waiting", now=1041.0, until=1050.0)
+    assert not store.claim_poller_succession("third", now=1042.0, until=1102.0)
+    assert store.claim_poller_succession("third", now=1050.0, until=1102.0)  # ended
+
+
 def test_an_abandoned_lease_ends_by_itself(store: TaskStore) -> None:
     assert store.acquire_poller_lease("crashed", now=1000.0, until=1060.0).acquired
     assert store.acquire_poller_lease("next", now=1060.0, until=1120.0).acquired

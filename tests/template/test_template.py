@@ -56,6 +56,7 @@ FUNCTION_ENV = {
         "PROVIDER_BASE_URL",
         "PROVIDER_API_KEY_PARAMETER",
         "READ_THROUGH_INTERVAL_SECONDS",
+        "POLL_SWEEP_INTERVAL_SECONDS",
     },
     "RegisterFunction": {
         "CALLBACK_SECRET_ID",
@@ -96,6 +97,7 @@ FUNCTION_ENV = {
         "PROVIDER_BASE_URL",
         "PROVIDER_API_KEY_PARAMETER",
         "READ_THROUGH_INTERVAL_SECONDS",
+        "POLL_SWEEP_INTERVAL_SECONDS",
         "REPORT_WINDOW_SECONDS",
     },
     "PollerFunction": {

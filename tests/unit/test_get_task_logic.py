@@ -396,8 +396,28 @@ class TestWithAPollerSweeping:
             for now in (SUBMITTED + 3, FIRST_CHECK + 0.5, FIRST_CHECK + 7)
             if (view := query.view(TASK, principal=WORKER, now=now)) is not None
         ]
-        # Just after each of the poller's checks, its result is in the table.
-        assert hints == [FIRST_CHECK + 1, FIRST_CHECK + 6, FIRST_CHECK + 11]
+        # A second after each of the poller's checks its result is in the table (a GET sooner
+        # than a second after the last learns nothing new).
+        assert hints == [FIRST_CHECK + 1, FIRST_CHECK + 1.5, FIRST_CHECK + 11]
+
+    def test_the_hint_names_the_sweep_on_the_pollers_grid(self) -> None:
+        """The poller sweeps on a 5 s grid from the epoch: a first check planned at 1017 is
+        made in the sweep at 1020, its result in the table a second later, then every 5 s. Told
+        1018 (the planned moment and a second), a paced worker looked just before that sweep,
+        then 5 s after it."""
+        store = InMemoryTaskStore()
+        pending_task(store, submitted_at=SUBMITTED + 2)
+        gridded = ReadThroughPolicy(
+            CheckSchedule(5, 60, sweep_interval_seconds=5),
+            SolveTimes(default_seconds=EXPECTED_SOLVE),
+        )
+        query = TaskQuery(store, FakeProvider(), gridded, poller=sweeping_poller(store, 1e9))
+        hints = [
+            view["next_check_at"]
+            for now in (1005.0, 1017.5, 1020.5, 1021.0, 1024.0)
+            if (view := query.view(TASK, principal=WORKER, now=now)) is not None
+        ]
+        assert hints == [1021.0, 1021.0, 1021.5, 1026.0, 1026.0]
 
     def test_the_lease_is_read_once_per_few_seconds_and_its_end_means_idle(self) -> None:
         store, provider = InMemoryTaskStore(), FakeProvider()

@@ -1,11 +1,12 @@
-"""Issue 33, fresh from the first task: a poller invocation a submit starts (woken) that finds
-another sweeping takes over when that one stops; a scheduled one gives way (waiting, it would
-complete no invocation: the poller-not-running alarm counts completions)."""
+"""Issue 33, fresh from the first task: a scheduled or woken poller invocation that finds another
+sweeping claims to succeed it and takes over when that one stops; at most one waits (the rest
+give way at once), and an operator's invocation gives way."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -14,6 +15,7 @@ from pingback_guard.domain.task import NewTask
 from pingback_guard.logic.poll_schedule import KEEP_SWEEPING_AFTER_WORK_SECONDS, SolveTimes
 from pingback_guard.logic.poller import PollerService
 from pingback_guard.logic.sweep_report import SweepReport
+from pingback_guard.provider.answers import ProviderAnswer
 from tests.fakes import RECAPTCHA_REQUEST, UNIT_POLL_POLICY, FakeProvider, InMemoryTaskStore
 
 T0 = 1000.0
@@ -87,14 +89,37 @@ def test_a_woken_invocation_takes_over_when_the_holder_stops() -> None:
     assert recovered.received_at == T0 + 60
 
 
-@pytest.mark.parametrize("start", [PollerStart.SCHEDULED, PollerStart.ALONE])
-def test_a_scheduled_or_operators_invocation_gives_way_to_the_holder(start: PollerStart) -> None:
-    """A scheduled one waiting out the holder would complete no invocation meanwhile (the
-    poller-not-running alarm counts completions)."""
+@pytest.mark.parametrize("start", [PollerStart.SCHEDULED, PollerStart.WOKEN])
+def test_while_one_invocation_waits_to_succeed_the_holder_any_other_gives_way(
+    start: PollerStart,
+) -> None:
+    """Given a holder sweeping since T0 and an invocation that claimed at T0 + 20 to succeed
+    it, when another comes at T0 + 30, then that one gives way at once: at most one waits."""
     store = InMemoryTaskStore()
-    other = Invocation(store, FakeProvider(), T0 + 30, meanwhile=woken_holder(store, T0))
+    meanwhile = woken_holder(store, T0)
+    assert store.claim_poller_succession("first-claimant", T0 + 20, T0 + 70)
+    other = Invocation(store, FakeProvider(), T0 + 30, meanwhile=meanwhile)
     report = other.run(start)
     assert (report.lease_busy, report.sweeps, other.moments) == (1, 0, [T0 + 30])
+
+
+def test_a_scheduled_invocation_takes_over_when_the_holder_stops() -> None:
+    """Given a woken holder whose minute ends at T0 + 55 and no invocation waiting, when a
+    scheduled one comes at T0 + 40, then it claims to succeed it and sweeps from T0 + 55 on:
+    the tasks submitted meanwhile are not left to the next minute."""
+    store = InMemoryTaskStore()
+    scheduled = Invocation(store, FakeProvider(), T0 + 40, meanwhile=woken_holder(store, T0))
+    report = scheduled.run(PollerStart.SCHEDULED)
+    assert report.lease_busy == 0 and report.sweeps >= 1
+    assert scheduled.moments[1] == T0 + POLICY.run_seconds
+
+
+def test_an_operators_invocation_gives_way_to_the_holder() -> None:
+    store = InMemoryTaskStore()
+    other = Invocation(store, FakeProvider(), T0 + 30, meanwhile=woken_holder(store, T0))
+    report = other.run(PollerStart.ALONE)
+    assert (report.lease_busy, report.sweeps, other.moments) == (1, 0, [T0 + 30])
+    assert "successor" not in store.lease
 
 
 def test_a_holder_that_stops_after_this_invocation_would_is_not_waited_for() -> None:
@@ -144,3 +169,39 @@ def test_a_holder_says_busy_at_once_only_when_the_stack_was_idle(
     assert seen[0] == said_during_the_run
     # and given back with the last sweep that had work
     assert float(store.lease["busy_at"]) > T0  # type: ignore[arg-type]
+
+
+class LateInvocation(Invocation):
+    """Each sleep ends a little late, by turns 0.4 s and 0.1 s (a loaded CPU)."""
+
+    def __init__(self, store: InMemoryTaskStore, provider: FakeProvider, started: float) -> None:
+        super().__init__(store, provider, started)
+        self._lateness = itertools.cycle([0.4, 0.1])
+
+    def _sleep(self, seconds: float) -> None:
+        super()._sleep(seconds + next(self._lateness))
+
+
+def test_sweeps_fall_on_the_epoch_grid_and_a_late_sweep_keeps_its_young_checks() -> None:
+    """Given an invocation that takes the lease at T0 + 2.3 and whose sleeps end late, then
+    its sweeps after the first fall on the 5 s grid from the epoch (a GET's hint names them),
+    and a young task checked in a sweep 0.4 s late is checked again in the next grid sweep
+    (0.1 s late), not an interval after it."""
+    store = InMemoryTaskStore()
+    store.record_submission(NewTask("1", RECAPTCHA_REQUEST, T0 - 20, T0))
+    provider = FakeProvider()
+    invocation = LateInvocation(store, provider, T0 + 2.3)
+    checked: list[float] = []
+    ask = provider.get_results
+
+    def timed(task_ids: Sequence[str]) -> dict[str, ProviderAnswer]:
+        checked.append(invocation.moments[-1])
+        return ask(task_ids)
+
+    provider.get_results = timed  # type: ignore[method-assign]
+    invocation.run(PollerStart.WOKEN)
+    assert [round(moment % 5, 6) for moment in invocation.moments[1:]] == [0.4, 0.1] * 5 + [0.4]
+    # First at the lease (the next check then a full gap on: the grid sweep after 1007.3),
+    # then in every grid sweep.
+    assert checked[:4] == pytest.approx([T0 + 2.3, T0 + 10.1, T0 + 15.4, T0 + 20.1])
+    assert len(checked) == 1 + len(invocation.moments[2:])

@@ -133,6 +133,9 @@ class DynamoDbTaskStore:
     def acquire_poller_lease(self, holder: str, now: float, until: float) -> PollerLease:
         return self._lease.acquire_poller_lease(holder, now, until)
 
+    def claim_poller_succession(self, holder: str, now: float, until: float) -> bool:
+        return self._lease.claim_poller_succession(holder, now, until)
+
     def mark_poller_busy(self, holder: str, busy_at: float) -> None:
         self._lease.mark_poller_busy(holder, busy_at)
 

@@ -1,5 +1,6 @@
-"""The poller's lease: one item that says who sweeps until when, and keeps what the poller
-learned (solve-time samples, when it last had a task to check) between invocations."""
+"""The poller's lease: one item that says who sweeps until when, who waits to take over when
+that one stops (``successor``, until ``successor_until``), and keeps what the poller learned
+(solve-time samples, when it last had a task to check) between invocations."""
 
 from __future__ import annotations
 
@@ -30,7 +31,10 @@ class PollerLeases:
                 self._table.client.update_item,
                 TableName=self._table.name,
                 Key={"task_id": {"S": POLLER_LEASE_KEY}},
-                UpdateExpression="SET holder = :holder, lease_until = :until",
+                # A new holder ends any claim to succeed the last one: its claimant asks again.
+                UpdateExpression=(
+                    "SET holder = :holder, lease_until = :until REMOVE successor, successor_until"
+                ),
                 ConditionExpression="attribute_not_exists(lease_until) OR lease_until <= :now",
                 ExpressionAttributeValues=values(holder=holder, until=until, now=now),
                 ReturnValues="ALL_NEW",
@@ -46,6 +50,24 @@ class PollerLeases:
             _solve_samples(item.get("solve_samples")),
             float_or_none(item.get("busy_at")),
         )
+
+    def claim_poller_succession(self, holder: str, now: float, until: float) -> bool:
+        try:
+            self._table.call(
+                "UpdateItem",
+                self._table.client.update_item,
+                TableName=self._table.name,
+                Key={"task_id": {"S": POLLER_LEASE_KEY}},
+                UpdateExpression="SET successor = :holder, successor_until = :until",
+                ConditionExpression=(
+                    "attribute_not_exists(successor_until) OR successor_until <= :now"
+                    " OR successor = :holder"
+                ),
+                ExpressionAttributeValues=values(holder=holder, until=until, now=now),
+            )
+        except ConditionRefused:
+            return False
+        return True
 
     def mark_poller_busy(self, holder: str, busy_at: float) -> None:
         self._update_if_holder(holder, "SET busy_at = :busy", {"busy": busy_at})

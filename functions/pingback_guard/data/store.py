@@ -92,7 +92,13 @@ class TaskStore(Protocol):
         """The due index shard a task's poll state is in."""
 
     def acquire_poller_lease(self, holder: str, now: float, until: float) -> PollerLease:
-        """Take the poller lease until ``until`` if it is free (expired or released)."""
+        """Take the poller lease until ``until`` if it is free (expired or released); taken, it
+        ends any claim to succeed the last holder."""
+
+    def claim_poller_succession(self, holder: str, now: float, until: float) -> bool:
+        """Be the one invocation that waits to take the lease when its holder stops, until
+        ``until``: True unless another's claim stands (a claim taken before ``now`` and not
+        ended by a new holder)."""
 
     def release_poller_lease(
         self,

@@ -79,7 +79,9 @@ def task_query(settings: GetTaskSettings, dynamodb: DynamoDBClient) -> TaskQuery
         ProviderOnFirstUse(lambda: single_attempt_client(settings.provider)),
         ReadThroughPolicy(
             CheckSchedule(
-                settings.read_through_interval_seconds, settings.read_through_max_gap_seconds
+                settings.read_through_interval_seconds,
+                settings.read_through_max_gap_seconds,
+                settings.poll_sweep_interval_seconds,
             ),
             SolveTimes(default_seconds=settings.expected_solve_seconds),
         ),

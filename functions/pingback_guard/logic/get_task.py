@@ -31,6 +31,7 @@ from pingback_guard.logic.poll_schedule import (
     SolveTimes,
 )
 from pingback_guard.logic.results import Delivery, store_result, stored_delivery
+from pingback_guard.logic.sweep_grid import SWEEP_RESULTS_SECONDS, sweep_at_or_after
 from pingback_guard.provider.answers import AnswerKind
 from pingback_guard.provider.client import ProviderClient
 
@@ -127,17 +128,22 @@ class ReadThroughPolicy:
         return self.schedule.after_check(submitted_at, last)
 
     def _pollers_next_young_check(self, task: Task, submitted_at: float, now: float) -> float:
-        """When a sweeping poller next checks the task while it is young: its first check, then
-        every min gap (a sweep interval apart: the result is in the table within one), +inf
-        once the young checks are spent."""
-        first = submitted_at + self.solve_times.first_check(_method(task))
-        gap = self.schedule.min_gap_seconds
-        if now < first:
-            return first + MIN_RETRY_AFTER_SECONDS
-        checks_done = math.floor((now - first) / gap) + 1
-        if checks_done >= RIDING_CHECKS:
-            return math.inf
-        return first + checks_done * gap + MIN_RETRY_AFTER_SECONDS
+        """When the result of a sweeping poller's next young check of the task is in the
+        table: its first check, then every min gap, each in the sweep at or after its planned
+        moment on the poller's grid (logic/sweep_grid.py), a sweep's time later; +inf once the
+        young checks are spent. Named the schedule's moments instead, a paced worker looked
+        just before a sweep up to an interval later, then a min gap after it."""
+        interval = self.schedule.sweep_interval_seconds
+
+        def swept(planned: float) -> float:
+            return planned if interval is None else sweep_at_or_after(planned, interval)
+
+        check_at = swept(submitted_at + self.solve_times.first_check(_method(task)))
+        for _ in range(RIDING_CHECKS):
+            if check_at + SWEEP_RESULTS_SECONDS > now:
+                return check_at + SWEEP_RESULTS_SECONDS
+            check_at = swept(self.schedule.young_check_after(check_at))
+        return math.inf
 
 
 class PollerWatch:

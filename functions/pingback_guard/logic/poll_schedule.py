@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from pingback_guard.domain.task import DueTask
 from pingback_guard.kinds.registry import expected_solve_seconds
+from pingback_guard.logic.sweep_grid import on_grid
 
 EARLIEST_FIRST_CHECK_SECONDS = {"userrecaptcha": 15.0}
 DEFAULT_EARLIEST_FIRST_CHECK_SECONDS = 5.0
@@ -122,6 +123,8 @@ class SolveTimes:
 class CheckSchedule:
     min_gap_seconds: float
     max_gap_seconds: float
+    sweep_interval_seconds: float | None = None
+    """The poller's sweep grid (logic/sweep_grid.py); None: a schedule no sweep follows."""
 
     def next_check(self, submitted_at: float, now: float, first_check_at: float) -> float:
         """After a "not ready" at ``now`` (a check riding along early): the first-check moment if
@@ -159,8 +162,14 @@ class CheckSchedule:
         is young (from its first check on, within its first RIDING_CHECKS checks), else the
         growing gap."""
         if checked_at >= first_check_at and task.poll_attempts <= RIDING_CHECKS:
-            return checked_at + self.min_gap_seconds
+            return self.young_check_after(checked_at)
         return self.after_check(task.submitted_at, checked_at)
+
+    def young_check_after(self, checked_at: float) -> float:
+        """A young task's next check: a min gap after the sweep grid moment of its check."""
+        due_at = checked_at + self.min_gap_seconds
+        interval = self.sweep_interval_seconds
+        return due_at if interval is None else on_grid(due_at, interval)
 
 
 @dataclass(frozen=True)
@@ -191,7 +200,9 @@ class PollPolicy:
 
     @property
     def schedule(self) -> CheckSchedule:
-        return CheckSchedule(self.backoff_base_seconds, self.backoff_max_seconds)
+        return CheckSchedule(
+            self.backoff_base_seconds, self.backoff_max_seconds, self.sweep_interval_seconds
+        )
 
     def expires_at(self, task: DueTask) -> float:
         return task.submitted_at + self.retention_seconds

@@ -51,6 +51,7 @@ from pingback_guard.logic.poll_schedule import (
 )
 from pingback_guard.logic.poller_fan_out import PollerFanOut
 from pingback_guard.logic.results import TokenStored, store_result, stored_request
+from pingback_guard.logic.sweep_grid import next_sweep_after
 from pingback_guard.logic.sweep_report import SweepReport
 from pingback_guard.provider.answers import AnswerKind, ProviderAnswer
 from pingback_guard.provider.client import ProviderClient
@@ -116,11 +117,10 @@ class PollerService:
 
         ``on_sweep`` is told the run's report so far after each sweep: a run lasts up to a
         minute, and its counts (expired tasks, recoveries) must not wait for its end. ``start``:
-        a woken invocation takes over from a holder that stops before it would, and has work
-        from its start. A scheduled one gives way as before: waiting, it holds a Lambda
-        environment and completes no invocation (PollerNotRunningAlarm counts completions), and
-        schedules compressed in local runs piled up behind a woken holder. ``group``: a
-        helper's, which sweeps that group's shards under the group's own lease."""
+        a scheduled or woken invocation that finds a holder claims to succeed it and takes over
+        when it stops (one claimant at a time: the rest give way); a woken one has work from its
+        start. ``group``: a helper's, which sweeps that group's shards under the group's own
+        lease."""
         report = SweepReport()
         holder = uuid.uuid4().hex
         started = self._clock()
@@ -150,7 +150,7 @@ class PollerService:
                     on_sweep(report)
                 if report.account_error or report.stopped_early:
                     return report
-                next_sweep = now + self._policy.sweep_interval_seconds
+                next_sweep = next_sweep_after(now, self._policy.sweep_interval_seconds)
                 if next_sweep > stop_at or not self._work_ahead(
                     holder, report, stop_at, remaining_seconds, shards
                 ):
@@ -522,7 +522,7 @@ class PollerService:
         first_at = self._first_check_at(task)
         if now >= first_at and attempts <= RIDING_CHECKS:
             # Young: the next sweep's request (ids= shares it) looks again.
-            return min(now + schedule.min_gap_seconds, expires_at)
+            return min(schedule.young_check_after(now), expires_at)
         return min(schedule.next_check(task.submitted_at, now, first_at), expires_at)
 
     def _first_check_at(self, task: DueTask) -> float:
@@ -588,18 +588,19 @@ class PollerService:
         report: SweepReport,
         start: PollerStart,
     ) -> bool:
-        """One sweeper at a time. A predecessor about to stop is waited for, once; a woken
-        invocation takes over from a holder that stops before it would."""
+        """One sweeper at a time, and at most one invocation waiting to take over (a scheduled
+        or woken one that claims to succeed the holder; any other gives way at once). An
+        operator's invocation waits once for a holder about to stop."""
         time_left = self._time_left(remaining_seconds)
         if not self._may_call(remaining_seconds, report):
             return False
         try:
             lease = self._store.acquire_poller_lease(holder, self._clock(), lease_until)
-            if not lease.acquired and start is PollerStart.WOKEN:
+            if not lease.acquired and start is not PollerStart.ALONE:
                 lease = self._take_over(holder, lease, lease_until, stop_at, remaining_seconds)
             wait = lease.held_until - self._clock()
             soon = 0 < wait < min(self._policy.sweep_interval_seconds * 2, time_left)
-            if not lease.acquired and soon:
+            if not lease.acquired and soon and start is PollerStart.ALONE:
                 self._sleep(wait)
                 lease = self._store.acquire_poller_lease(holder, self._clock(), lease_until)
         except StoreError:
@@ -622,17 +623,20 @@ class PollerService:
         stop_at: float,
         remaining_seconds: Callable[[], float],
     ) -> PollerLease:
-        """Wait for the holder to stop and take the lease then, while that leaves this
-        invocation a sweep before its own stop. The holder is the same function: it stops
-        sweeping as long before its deadline (its lease's end) as this one does. Without this,
-        a woken invocation that found an idle holder sweeping once gave way, and the task it
-        was started for waited for the next minute."""
+        """Claim to succeed the holder, wait for it to stop and take the lease then, while that
+        leaves this invocation a sweep before its own stop. The holder is the same function: it
+        stops sweeping as long before its deadline (its lease's end) as this one does. Without
+        a successor, after a woken invocation's minute nothing swept until the next scheduled
+        minute or submit; with several, a dozen waited behind one holder (the chaos runs'
+        compressed schedule)."""
         before_deadline = lease_until - stop_at
         last_start = stop_at - self._policy.sweep_interval_seconds
         while not lease.acquired:
             now = self._clock()
             retry_at = max(lease.held_until - before_deadline, now + TAKE_OVER_RETRY_SECONDS)
             if retry_at > last_start or self._time_left(remaining_seconds) <= 0:
+                return lease
+            if not self._store.claim_poller_succession(holder, now, last_start):
                 return lease
             self._sleep(retry_at - now)
             lease = self._store.acquire_poller_lease(holder, self._clock(), lease_until)
