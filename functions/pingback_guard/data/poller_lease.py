@@ -53,17 +53,11 @@ class PollerLeases:
 
     def claim_poller_succession(self, holder: str, now: float, until: float) -> bool:
         try:
-            self._table.call(
-                "UpdateItem",
-                self._table.client.update_item,
-                TableName=self._table.name,
-                Key={"task_id": {"S": POLLER_LEASE_KEY}},
-                UpdateExpression="SET successor = :holder, successor_until = :until",
-                ConditionExpression=(
-                    "attribute_not_exists(successor_until) OR successor_until <= :now"
-                    " OR successor = :holder"
-                ),
-                ExpressionAttributeValues=values(holder=holder, until=until, now=now),
+            self._update(
+                "SET successor = :holder, successor_until = :until",
+                "attribute_not_exists(successor_until) OR successor_until <= :now"
+                " OR successor = :holder",
+                {"holder": holder, "until": until, "now": now},
             )
         except ConditionRefused:
             return False
@@ -89,17 +83,20 @@ class PollerLeases:
     def _update_if_holder(self, holder: str, update: str, kept: dict[str, object]) -> None:
         """Only while ``holder`` still holds the lease: a lease taken over is not written."""
         try:
-            self._table.call(
-                "UpdateItem",
-                self._table.client.update_item,
-                TableName=self._table.name,
-                Key={"task_id": {"S": POLLER_LEASE_KEY}},
-                UpdateExpression=update,
-                ConditionExpression="holder = :holder",
-                ExpressionAttributeValues=values(holder=holder, **kept),
-            )
+            self._update(update, "holder = :holder", {"holder": holder, **kept})
         except ConditionRefused:
             return
+
+    def _update(self, update: str, condition: str, named: dict[str, object]) -> None:
+        self._table.call(
+            "UpdateItem",
+            self._table.client.update_item,
+            TableName=self._table.name,
+            Key={"task_id": {"S": POLLER_LEASE_KEY}},
+            UpdateExpression=update,
+            ConditionExpression=condition,
+            ExpressionAttributeValues=values(**named),
+        )
 
 
 def _solve_samples(raw: object) -> dict[str, list[float]]:
