@@ -48,7 +48,7 @@ def broken_copy(document: dict[str, Any]) -> dict[str, Any]:
     """CompatSubmitFunctionRole missing from the queue policy's senders; GetTaskFunctionRole
     without its ReadTask grant; ReplayFunctionRole granted a send and tagged as an operator;
     CallbackFunctionRole granted sns:Publish on the alarm topic; SubmitFunctionRole without its
-    WakePoller grant."""
+    WakePoller grant; PollerFunctionRole without the policy attached to it that starts helpers."""
     broken = copy.deepcopy(document)
     resources = broken["Resources"]
     statements = resources["DeadLetterQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
@@ -68,6 +68,7 @@ def broken_copy(document: dict[str, Any]) -> dict[str, Any]:
         }
     )
     resources["ReplayFunctionRole"]["Properties"]["Tags"] = [OPERATOR_TAG]
+    del resources["PollerStartsHelpersPolicy"]
     _statements(broken, "CallbackFunctionRole").append(
         {"Effect": "Allow", "Action": "sns:Publish", "Resource": {"Ref": "AlarmTopic"}}
     )
@@ -261,6 +262,29 @@ def test_a_submit_may_start_the_poller_and_no_other_function(
         assert submit.refusal(tasks_item_call(stack, "GetItem", "task-1")) is not None
     get_task = authorizer(stack, "GetTaskFunction", evaluator)
     assert get_task.refusal(invoke(stack, "PollerFunction")) is not None
+
+
+def batch_get_call(stack: DeployedStack, *task_ids: str) -> ApiCall:
+    table = stack.resources.physical_id("TasksTable")
+    keys = [{"task_id": {"S": task_id}} for task_id in task_ids]
+    return ApiCall("dynamodb", "BatchGetItem", {"RequestItems": {table: {"Keys": keys}}})
+
+
+def test_the_poller_may_start_its_own_helpers_by_the_policy_attached_to_its_role(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    """The grant is an AWS::IAM::Policy of its own (in the role it would be a circular
+    dependency): the twin reads the attachment, and without it the start is refused."""
+    real = deployed["real"]
+    poller = authorizer(real, "PollerFunction", evaluator)
+    assert poller.refusal(invoke(real, "PollerFunction")) is None
+    assert poller.refusal(invoke(real, "CallbackFunction")) is not None
+    assert poller.refusal(batch_get_call(real, "#poller-lease#1", "#poller-lease#7")) is None
+    assert poller.refusal(batch_get_call(real, "#poller-lease#1", "task-1")) is not None
+    broken = deployed["broken"]
+    unattached = authorizer(broken, "PollerFunction", evaluator)
+    refusal = unattached.refusal(invoke(broken, "PollerFunction"))
+    assert refusal is not None and not refusal.decision.explicit_deny
 
 
 def test_a_submit_without_the_wake_grant_gets_lambdas_access_denied(
