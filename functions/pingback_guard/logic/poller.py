@@ -2,13 +2,13 @@
 
 One invocation holds the poller lease (one sweeper at a time) and sweeps every few seconds while
 tasks will come due before it stops, so a result is looked for when it is likely ready rather
-than at the next scheduled minute. Every HTTP request to res.php is budgeted and made only with
+than at the next scheduled minute; under load it starts helpers, each holding the lease of a
+group of due shards (logic/poller_fan_out.py). Every HTTP request to res.php is budgeted and made only with
 time left before the Lambda deadline. While an invocation holds the lease, a "not ready" moves
 the task's next check in memory and the table is written once when the invocation ends: a task
 whose pingback arrives meanwhile costs no write at all (a due-index move is three write units).
 Up to `request_workers` res.php requests are in flight at once, and the answers of one request are
-written by up to `store_writers` threads at once: each is one conditional write, and on a slow
-table a sweep writing them in a row ran out of time.
+written as logic/poll_final_writes.py says.
 
 A check of the deadline cannot stop a call in progress, so every store and res.php call is
 bounded (the clients' timeouts and retries, PollPolicy.slowest_call_seconds) and starts only with
@@ -24,7 +24,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from pingback_guard.data.store import TaskStore
 from pingback_guard.domain.errors import (
@@ -35,13 +35,10 @@ from pingback_guard.domain.errors import (
 )
 from pingback_guard.domain.lease import PollerLease, PollerStart
 from pingback_guard.domain.task import (
-    DeliveryPath,
     DueTask,
-    RecordedSolution,
-    StoreOutcome,
-    TaskResult,
 )
 from pingback_guard.kinds.registry import polled_alone
+from pingback_guard.logic.poll_final_writes import FinalWrite, FinalWrites, final_write
 from pingback_guard.logic.poll_schedule import (
     KEEP_SWEEPING_AFTER_WORK_SECONDS,
     RIDE_AHEAD_SECONDS,
@@ -50,7 +47,7 @@ from pingback_guard.logic.poll_schedule import (
     SolveTimes,
 )
 from pingback_guard.logic.poller_fan_out import PollerFanOut
-from pingback_guard.logic.results import TokenStored, store_result, stored_request
+from pingback_guard.logic.results import TokenStored
 from pingback_guard.logic.sweep_grid import next_sweep_after
 from pingback_guard.logic.sweep_report import SweepReport
 from pingback_guard.provider.answers import AnswerKind, ProviderAnswer
@@ -60,15 +57,6 @@ NO_ANSWER = ProviderAnswer(AnswerKind.RETRYABLE, "NO_ANSWER")
 # How often an invocation taking over asks for the lease again once its holder should have
 # stopped (a holder gives it back after its last sweep and the writes it held).
 TAKE_OVER_RETRY_SECONDS = 1.0
-
-
-@dataclass(frozen=True)
-class FinalWrite:
-    """A task this sweep settles for good: its result, or None when it expires unrecovered."""
-
-    task: DueTask
-    answer: ProviderAnswer
-    result: TaskResult | None
 
 
 class PollerService:
@@ -98,12 +86,11 @@ class PollerService:
         self._clock = clock
         self._sleep = sleep
         self._batching_paused_until = -math.inf
-        self._on_token_stored = on_token_stored
+        self._final_writes = FinalWrites(store, policy.store_writers, on_token_stored)
         # Next checks held in memory while this invocation holds the lease; None: write through.
         self._plans: dict[str, DueTask] | None = None
         # When a holder of the lease last had a task to check (kept in the lease item).
         self._busy_at: float | None = None
-        self._writers = ThreadPoolExecutor(policy.store_writers, thread_name_prefix="poll-store")
         self._askers = ThreadPoolExecutor(policy.request_workers, thread_name_prefix="poll-ask")
 
     def run(
@@ -465,42 +452,17 @@ class PollerService:
             answer = answers.get(task.task_id, NO_ANSWER)
             if answer.is_final or self._policy.is_expired(task, now):
                 self._forget_plan(task.task_id)
-                result = self._result(task, answer, now)
-                if result is not None and answer.kind is AnswerKind.READY:
+                write = final_write(task, answer, now)
+                if write.result is not None and answer.kind is AnswerKind.READY:
                     self._solve_times.observe_window(
-                        task.method, task.submitted_at, result.finished_at_earliest, now
+                        task.method, task.submitted_at, write.result.finished_at_earliest, now
                     )
-                final.append(FinalWrite(task, answer, result))
+                final.append(write)
             else:
                 self._check_later(task, answer, now, report)
-        written, in_time = self._write_final(final, now, remaining_seconds)
-        for write, outcome in written:
-            self._count(write, outcome, now, report)
-        return in_time
-
-    def _write_final(
-        self, final: Sequence[FinalWrite], now: float, remaining_seconds: Callable[[], float]
-    ) -> tuple[list[tuple[FinalWrite, Future[RecordedSolution | bool]]], bool]:
-        """Up to store_writers writes at a time, each started only with time left."""
-        written: list[tuple[FinalWrite, Future[RecordedSolution | bool]]] = []
-        in_flight: set[Future[RecordedSolution | bool]] = set()
-        in_time = True
-        for write in final:
-            if len(in_flight) >= self._policy.store_writers:
-                _, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-            if self._time_left(remaining_seconds) <= 0:
-                in_time = False
-                break
-            future = self._writers.submit(self._write, write, now)
-            in_flight.add(future)
-            written.append((write, future))
-        wait(in_flight)
-        return written, in_time
-
-    def _write(self, write: FinalWrite, now: float) -> RecordedSolution | bool:
-        if write.result is None:
-            return self._store.mark_expired(write.task.task_id, now)
-        return store_result(self._store, write.result)
+        return self._final_writes.write(
+            final, now, lambda: self._time_left(remaining_seconds) > 0, report
+        )
 
     def _check_later(
         self, task: DueTask, answer: ProviderAnswer, now: float, report: SweepReport
@@ -527,45 +489,6 @@ class PollerService:
 
     def _first_check_at(self, task: DueTask) -> float:
         return task.submitted_at + self._solve_times.first_check(task.method)
-
-    def _result(self, task: DueTask, answer: ProviderAnswer, now: float) -> TaskResult | None:
-        if not answer.is_final:
-            return None
-        return TaskResult(
-            task.task_id,
-            answer.value,
-            DeliveryPath.POLL,
-            received_at=now,
-            finished_after=task.last_checked_at or task.submitted_at,
-        )
-
-    def _count(
-        self,
-        write: FinalWrite,
-        outcome: Future[RecordedSolution | bool],
-        now: float,
-        report: SweepReport,
-    ) -> None:
-        try:
-            written = outcome.result()
-        except StoreError:
-            report.store_errors += 1  # the task stays due: it is checked again sooner
-            return
-        if write.result is None or isinstance(written, bool):
-            report.expired += int(written is True)
-            return
-        stored = written.outcome
-        if stored is StoreOutcome.DUPLICATE:
-            report.duplicates += 1
-        elif stored is StoreOutcome.CONFLICT:
-            report.conflicts += 1
-        elif write.answer.kind is AnswerKind.READY:
-            report.recovered += 1
-            report.recovery_delays.append(now - write.task.submitted_at)
-            if self._on_token_stored:
-                self._on_token_stored(write.result, stored_request(written))
-        else:
-            report.failed += 1
 
     def _became_busy(self, holder: str, now: float, report: SweepReport) -> None:
         """This invocation has work. Said in the lease item at once when the stack was idle
