@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+import pytest
+
 from pingback_guard.data.due_index import due_shard_of
 from pingback_guard.domain.errors import PollerWakeError
 from pingback_guard.domain.lease import HelperLoad, PollerStart, helper_group_of
@@ -63,6 +65,7 @@ class Invocation:
         self.moments = [T0]
         self._meanwhile = meanwhile
         self._cpu = 0.0
+        self._reads = 0
         self._cpu_per_sweep = cpu_per_sweep
         self.fan_out = PollerFanOut(
             store, FanOutPolicy.for_memory(helpers, 1769), starter, POLICY.sweep_interval_seconds
@@ -83,7 +86,12 @@ class Invocation:
         self._meanwhile(self.moments[-1])
 
     def _cpu_clock(self) -> float:
-        self._cpu += self._cpu_per_sweep  # read before and after each sweep: one step apart
+        """Read before and after each sweep: one step apart, and the sweep lasted as long (its
+        CPU is all it waited for)."""
+        self._cpu += self._cpu_per_sweep
+        self._reads += 1
+        if self._reads % 2 == 0:
+            self.moments.append(self.moments[-1] + self._cpu_per_sweep)
         return self._cpu
 
     def run(
@@ -234,6 +242,15 @@ def test_the_main_holder_writes_its_held_checks_of_a_shard_a_helper_takes() -> N
     assert IN_SHARD[4] in store.rescheduled
     shard_4_checks = [request for request in provider.requests if IN_SHARD[4] in request]
     assert 0 < len(shard_4_checks) <= 3  # checked while the main holder swept shard 4 only
+
+
+def test_cpu_beyond_the_functions_share_is_not_load() -> None:
+    """Given a 256 MB function (a seventh of a vCPU), a sweep's CPU counts at seven times its
+    seconds, but never for longer than the sweep lasted: a process with more CPU than Lambda
+    gives (the local stack) is not loaded by the difference."""
+    policy = FanOutPolicy.for_memory(7, 256)
+    assert policy.load_seconds(0.1, wall_seconds=5.0) == pytest.approx(0.1 * 1769 / 256)
+    assert policy.load_seconds(0.1, wall_seconds=0.2) == 0.2
 
 
 def test_a_fan_out_event_names_a_group_of_this_deployment_or_none() -> None:

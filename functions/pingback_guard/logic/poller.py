@@ -3,12 +3,12 @@
 One invocation holds the poller lease (one sweeper at a time) and sweeps every few seconds while
 tasks will come due before it stops, so a result is looked for when it is likely ready rather
 than at the next scheduled minute; under load it starts helpers, each holding the lease of a
-group of due shards (logic/poller_fan_out.py). Every HTTP request to res.php is budgeted and made only with
-time left before the Lambda deadline. While an invocation holds the lease, a "not ready" moves
-the task's next check in memory and the table is written once when the invocation ends: a task
-whose pingback arrives meanwhile costs no write at all (a due-index move is three write units).
-Up to `request_workers` res.php requests are in flight at once, and the answers of one request are
-written as logic/poll_final_writes.py says.
+group of due shards (logic/poller_fan_out.py). Every HTTP request to res.php is budgeted and
+made only with time left before the Lambda deadline. While an invocation holds the lease, a "not
+ready" moves the task's next check in memory and the table is written once when the invocation
+ends: a task whose pingback arrives meanwhile costs no write at all (a due-index move is three
+write units). Up to `request_workers` res.php requests are in flight at once, and the answers of
+one request are written as logic/poll_final_writes.py says.
 
 A check of the deadline cannot stop a call in progress, so every store and res.php call is
 bounded (the clients' timeouts and retries, PollPolicy.slowest_call_seconds) and starts only with
@@ -131,7 +131,7 @@ class PollerService:
                 shards = self._scope(now, load, report)
                 cpu_before = self._cpu_clock()
                 swept = self.sweep(now, remaining_seconds, shards)
-                load = self._measured_load(holder, cpu_before, swept)
+                load = self._measured_load(holder, now, cpu_before, swept)
                 report.add(swept)
                 if on_sweep:
                     on_sweep(report)
@@ -162,12 +162,16 @@ class PollerService:
             self._hand_over_plans(shards, report)
         return shards
 
-    def _measured_load(self, holder: str, cpu_before: float, swept: SweepReport) -> float:
+    def _measured_load(
+        self, holder: str, started: float, cpu_before: float, swept: SweepReport
+    ) -> float:
         """The sweep's CPU time over the function's share of a vCPU; a helper keeps it in its
         lease item for the main holder."""
         if self._fan_out is None:
             return 0.0
-        load = self._fan_out.policy.load_seconds(self._cpu_clock() - cpu_before)
+        load = self._fan_out.policy.load_seconds(
+            self._cpu_clock() - cpu_before, self._clock() - started
+        )
         if self._group is not None:
             try:
                 self._store.record_helper_load(self._group, holder, load)

@@ -6,7 +6,8 @@ https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html). At the 
 128 MB one invocation's sweeps spend about 7% of a vCPU, and with every pingback lost a few
 dozen tasks a second need several times that: its sweeps stretch and its backlog passes the
 provider's retention. So the main lease holder measures each sweep's CPU time (over its share:
-the time the work takes with nothing to wait for) and, while it and its helpers between them
+the time the work takes with nothing to wait for, at most the sweep's own duration) and, while
+it and its helpers between them
 need more than FAN_OUT_LOAD_SHARE of a sweep interval, starts a helper for every group no
 invocation holds (an asynchronous Invoke of its own function, at most once per group per
 HELPER_START_QUIET_SECONDS). Group g (1..helpers) owns the shards s with s mod (helpers + 1)
@@ -53,8 +54,11 @@ class FanOutPolicy:
     def for_memory(cls, helpers: int, memory_mb: int) -> FanOutPolicy:
         return cls(helpers, memory_mb / MB_PER_VCPU)
 
-    def load_seconds(self, cpu_seconds: float) -> float:
-        return cpu_seconds / self.vcpu_share
+    def load_seconds(self, cpu_seconds: float, wall_seconds: float) -> float:
+        """The sweep's CPU time at the function's share of a vCPU, never more than the sweep
+        lasted: a process given more than its share (a developer's machine, the local stack)
+        is not loaded by the difference."""
+        return min(cpu_seconds / self.vcpu_share, wall_seconds)
 
     def group_of(self, shard: int) -> int:
         return shard % (self.helpers + 1)
