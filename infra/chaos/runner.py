@@ -56,10 +56,19 @@ from infra.chaos.workload import (
     submit_via_api,
 )
 from infra.local import FaultRule, LocalOptions, LocalStack, ReadyInfo
+from infra.project_template import parameter_default, project_template
 from infra.simulator import Simulator, SimulatorConfig
 
 # What the progress display and the drain need of each item: never the tokens.
 PROGRESS_PROJECTION = "task_id, #status, delivered_via, submitted_at"
+
+
+def poller_concurrency() -> int:
+    """The poller's invocations at once as Lambda runs them: the main holder, one successor
+    waiting to take over and a helper a group (the template's PollerHelpers). The twin needs a
+    worker each: with fewer, the schedule's invocations wait behind helpers for a free worker
+    and the poller-not-running alarm fires, which on AWS they never do."""
+    return int(parameter_default(project_template(), "PollerHelpers")) + 2
 
 
 @dataclass
@@ -140,7 +149,10 @@ class ChaosRun:
             time_scale=self.scenario.time_scale,
             parameter_overrides=self.scenario.parameter_overrides(),
             workers_per_function=self.scenario.workers_per_function,
-            workers_by_function=dict(self.scenario.workers_by_function),
+            workers_by_function={
+                "PollerFunction": poller_concurrency(),
+                **self.scenario.workers_by_function,
+            },
             run_dir=self.out_dir / "stack",
             event_duplicate_rate=EVENT_DUPLICATE_RATE,
         )
