@@ -65,10 +65,12 @@ PROGRESS_PROJECTION = "task_id, #status, delivered_via, submitted_at"
 
 def poller_concurrency() -> int:
     """The poller's invocations at once as Lambda runs them: the main holder, one successor
-    waiting to take over and a helper a group (the template's PollerHelpers). The twin needs a
-    worker each: with fewer, the schedule's invocations wait behind helpers for a free worker
-    and the poller-not-running alarm fires, which on AWS they never do."""
-    return int(parameter_default(project_template(), "PollerHelpers")) + 2
+    waiting to take over, a helper a group (the template's PollerHelpers) and the schedule's
+    next invocation, which gives way at once. The twin needs a worker each: with fewer, the
+    schedule's invocations wait behind helpers for a free worker and the poller-not-running
+    alarm fires (the soak of 2026-12-04 with one worker less: three times for 10-20 s), which
+    on AWS they never do."""
+    return int(parameter_default(project_template(), "PollerHelpers")) + 3
 
 
 @dataclass
