@@ -267,7 +267,13 @@ def pushed_ages_text(ages: dict[str, Any] | None) -> str:
     text = worker_ages_text(ages)
     if not ages or not ages["waited_solved"]:
         return text
-    return f"{text}; by push {ages['by_push']}, by GET fallback {ages['by_get_fallback']}"
+    text += f"; by push {ages['by_push']}, by GET fallback {ages['by_get_fallback']}"
+    after = ages.get("pushed_after_stored_seconds") or {}
+    if after.get("count"):
+        text += (
+            f"; pushed after the result was in the table p50 {after['p50']} s, p95 {after['p95']} s"
+        )
+    return text
 
 
 def _failure_lines(explained: dict[str, dict[str, Any]]) -> list[str]:

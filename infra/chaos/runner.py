@@ -431,7 +431,7 @@ class ChaosRun:
                 "throughput": throughput(truth, submits.first_at, submits.last_at),
                 "token_age_at_worker": token_age_at_worker(truth, self._waiters.had_at),
                 "token_age_at_pushed_worker": token_age_at_pushed_worker(
-                    truth, self._waiters.pushed_had_at, self._waiters.pushed_by_get
+                    truth, self._waiters.pushed_had_at, self._waiters.pushed_by_get, items
                 ),
                 "by_kind": figures_by_kind(
                     truth, judged.lost, judged.wrong_code, self._waiters.had_at

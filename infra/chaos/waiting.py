@@ -87,15 +87,27 @@ def token_age_at_pushed_worker(
     truth: Sequence[Mapping[str, Any]],
     had_at: Mapping[str, float | None],
     by_get: Collection[str],
+    items: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, Any]:
-    """token_age_at_worker for the pushed workers, and how their tokens came: pushed, or found
-    by a fallback GET (push down or late)."""
+    """token_age_at_worker for the pushed workers, how their tokens came (pushed, or found by a
+    fallback GET: push down or late), and how long after the result was in the table each
+    pushed one was in hand (the item's received_at: when the stack took the result)."""
     ages = token_age_at_worker(truth, had_at)
     solved = {str(task["id"]) for task in truth if task.get("outcome") == "solved"}
     in_hand = [task_id for task_id, moment in had_at.items() if moment is not None]
     in_hand_solved = [task_id for task_id in in_hand if task_id in solved]
     fallback = sum(1 for task_id in in_hand_solved if task_id in by_get)
-    return {**ages, "by_push": len(in_hand_solved) - fallback, "by_get_fallback": fallback}
+    after_stored = [
+        max(0.0, float(moment) - float(items[task_id]["received_at"]))
+        for task_id, moment in had_at.items()
+        if moment is not None and task_id not in by_get and "received_at" in items.get(task_id, {})
+    ]
+    return {
+        **ages,
+        "by_push": len(in_hand_solved) - fallback,
+        "by_get_fallback": fallback,
+        "pushed_after_stored_seconds": percentiles(after_stored),
+    }
 
 
 def token_age_at_worker(
