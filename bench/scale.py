@@ -41,7 +41,6 @@ from bench.cost import PRICES, Usage, cost_by_service
 from bench.freshness import percentile
 from bench.outcome import Headline, SectionOutcome, markdown_table, number
 from bench.scale_model import (
-    MB_PER_VCPU,
     RES_LATENCY_SECONDS,
     RETENTION_SECONDS,
     CapacityStore,
@@ -64,7 +63,7 @@ from pingback_guard.kinds.registry import lifetime_seconds
 from pingback_guard.logic.callback import CallbackService
 from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService
-from pingback_guard.logic.poller_fan_out import FAN_OUT_LOAD_SHARE
+from pingback_guard.logic.poller_fan_out import FAN_OUT_LOAD_SHARE, MB_PER_VCPU
 from pingback_guard.logic.submit import PendingTasks, SubmitService, issue_pingback
 from pingback_guard.settings import SubmitSettings
 from tests.fakes import FakeDeadLetterQueue

@@ -69,12 +69,10 @@ RES_WINDOW_SECONDS = 3600.0
 # The poller's own CPU, measured on the 2-core bench machine (client thread CPU time, plain HTTP
 # on loopback): a one-id res.php request and its parsing 1.4 ms, an ids= request of 100 tokens
 # of 2.2 KB 3.3 ms, a result write with boto3 (DynamoDB Local) 2.9 ms. Lambda gives a function
-# CPU in proportion to its memory, one vCPU at 1,769 MB:
-# https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html
+# CPU in proportion to its memory (MB_PER_VCPU, the product's own constant).
 REQUEST_CPU_SECONDS = 0.0014
 CPU_SECONDS_PER_ID = 0.000019
 WRITE_CPU_SECONDS = 0.0029
-MB_PER_VCPU = 1769
 
 
 class SimClock:

@@ -111,4 +111,4 @@ def test_the_cpu_it_states_is_the_models() -> None:
     text = " ".join(SCALE_DOC.split())
     assert f"about {scale_model.REQUEST_CPU_SECONDS * 1000:.1f} ms of CPU" in text
     assert f"{scale_model.WRITE_CPU_SECONDS * 1000:.1f} ms on a result write" in text
-    assert f"one vCPU at {scale_model.MB_PER_VCPU:,} MB" in text
+    assert f"one vCPU at {fan_out.MB_PER_VCPU:,} MB" in text

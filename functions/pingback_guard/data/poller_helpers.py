@@ -96,12 +96,11 @@ class PollerHelperLeases:
             return  # taken over: nothing of ours to write
 
     def _update(self, group: int, update: str, condition: str, **named: object) -> None:
-        self._table.call(
-            "UpdateItem",
-            self._table.client.update_item,
-            TableName=self._table.name,
-            Key={"task_id": {"S": helper_lease_key(group)}},
-            UpdateExpression=update,
-            ConditionExpression=condition,
-            ExpressionAttributeValues=values(**named),
+        self._table.update(
+            helper_lease_key(group),
+            update,
+            condition=condition,
+            names={},
+            values=values(**named),
+            return_old=False,
         )

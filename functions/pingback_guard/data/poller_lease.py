@@ -88,14 +88,13 @@ class PollerLeases:
             return
 
     def _update(self, update: str, condition: str, named: dict[str, object]) -> None:
-        self._table.call(
-            "UpdateItem",
-            self._table.client.update_item,
-            TableName=self._table.name,
-            Key={"task_id": {"S": POLLER_LEASE_KEY}},
-            UpdateExpression=update,
-            ConditionExpression=condition,
-            ExpressionAttributeValues=values(**named),
+        self._table.update(
+            POLLER_LEASE_KEY,
+            update,
+            condition=condition,
+            names={},
+            values=values(**named),
+            return_old=False,
         )
 
 

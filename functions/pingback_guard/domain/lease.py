@@ -48,8 +48,8 @@ class HelperLoad:
 
     held_until: float
     load_seconds: float
-    """Its last sweep's CPU time over the function's share of a vCPU: the wall time the work
-    would take with nothing to wait for."""
+    """Its last sweep's CPU time over the function's share of a vCPU (the wall time the work
+    would take with nothing to wait for), at most the sweep's own duration."""
 
 
 def helper_group_of(event: object, groups: int) -> int | None:

@@ -103,7 +103,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="PollerInvocations", unit=MetricUnit.Count, value=1)
     sweep_metrics = SweepMetrics()
     start = PollerStart.of(event)
-    group = helper_group_of(event, settings.fan_out.helpers)
+    group = (
+        helper_group_of(event, settings.fan_out.helpers) if start is PollerStart.HELPER else None
+    )
     if start is PollerStart.HELPER and group is None:
         # Not one of this deployment's groups (PollerHelpers changed since it was sent): as any
         # other event, it sweeps only if no invocation holds the main lease.
@@ -115,7 +117,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         lambda: context.get_remaining_time_in_millis() / 1000,
         on_sweep=sweep_metrics.publish,
         start=start,
-        group=group if start is PollerStart.HELPER else None,
+        group=group,
     )
     sweep_metrics.publish_rest(report)
     count_scheduled_run(start, context.function_name)

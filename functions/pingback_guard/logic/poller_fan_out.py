@@ -2,20 +2,19 @@
 due index's shards under that group's own lease.
 
 A Lambda invocation's CPU is its memory's share of a vCPU (one vCPU at 1,769 MB:
-https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html). At the default
-128 MB one invocation's sweeps spend about 7% of a vCPU, and with every pingback lost a few
-dozen tasks a second need several times that: its sweeps stretch and its backlog passes the
-provider's retention. So the main lease holder measures each sweep's CPU time (over its share:
-the time the work takes with nothing to wait for, at most the sweep's own duration) and, while
-it and its helpers between them
-need more than FAN_OUT_LOAD_SHARE of a sweep interval, starts a helper for every group no
-invocation holds (an asynchronous Invoke of its own function, at most once per group per
-HELPER_START_QUIET_SECONDS). Group g (1..helpers) owns the shards s with s mod (helpers + 1)
+https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html). At the default 256 MB
+that is about a seventh of a vCPU, enough for about a dozen tasks a second with every pingback
+lost; past that one invocation's sweeps stretch and its backlog passes the provider's retention.
+So the main lease holder measures each sweep's CPU time (over its share: the time the work takes
+with nothing to wait for, at most the sweep's own duration) and, while it and its helpers
+between them need more than FAN_OUT_LOAD_SHARE of a sweep interval, starts a helper for every
+group no invocation holds (an asynchronous Invoke of its own function, at most once per group
+per HELPER_START_QUIET_SECONDS). Group g (1..helpers) owns the shards s with s mod (helpers + 1)
 = g; the main holder sweeps group 0 and every group no helper holds, so a helper that does not
-start, fails or ends leaves nothing unswept. Each helper sweeps for its run like the main
-holder (from its first task to its end) and keeps its last sweep's load in its lease item,
-which the main holder reads each sweep. Below the load, nothing is started: a quiet stack runs
-one invocation, as before.
+start, fails or ends leaves nothing unswept. Each helper sweeps for its run like the main holder
+(from its first task to its end) and keeps its last sweep's load in its lease item, which the
+main holder reads each sweep. Below the load, nothing is started: a quiet stack runs one
+invocation, as before.
 """
 
 from __future__ import annotations
