@@ -2,6 +2,9 @@
 
 import os
 from pathlib import Path
+from typing import Any
+
+from infra.local import LocalStack
 
 FIXTURE_TEMPLATE = Path(__file__).parent / "fixtures" / "template.yaml"
 PROVIDER_API_KEY = "fixture-provider-key-5b2f"
@@ -45,3 +48,17 @@ def _state(pid: int) -> str:
         return (Path(f"/proc/{pid}") / "stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "Z"
+
+
+def table_item(stack: LocalStack, key: str) -> dict[str, Any]:
+    """The tasks table's item under ``key`` as DynamoDB returns it ({} when there is none)."""
+    item: dict[str, Any] = (
+        stack.ready.aws_client("dynamodb")
+        .get_item(TableName=stack.ready.tasks_table, Key={"task_id": {"S": key}})
+        .get("Item", {})
+    )
+    return item
+
+
+def task_status(stack: LocalStack, task_id: str) -> str:
+    return str(table_item(stack, task_id).get("status", {}).get("S", ""))

@@ -15,6 +15,7 @@ import pytest
 from infra.local import LocalStack
 from infra.simulator import Simulator
 from pingback_guard.data.due_index import due_shard_of
+from tests.local.support import table_item, task_status
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(300)]
@@ -36,19 +37,6 @@ TASKS = 8
 SHARDS = 8
 # reCAPTCHA's first check: 15 s after submit at the earliest (2captcha's rule).
 FIRST_CHECK_AFTER = 15.0
-
-
-def _item(stack: LocalStack, key: str) -> dict[str, Any]:
-    item: dict[str, Any] = (
-        stack.ready.aws_client("dynamodb")
-        .get_item(TableName=stack.ready.tasks_table, Key={"task_id": {"S": key}})
-        .get("Item", {})
-    )
-    return item
-
-
-def _status(stack: LocalStack, task_id: str) -> str:
-    return str(_item(stack, task_id).get("status", {}).get("S", ""))
 
 
 def test_a_helper_recovers_its_groups_tasks_only_under_its_own_lease(
@@ -77,19 +65,19 @@ def test_a_helper_recovers_its_groups_tasks_only_under_its_own_lease(
     assert invocation.result["start"] == "HELPER" and invocation.result["group"] == helped
     for task_id, shard in shards.items():
         if shard == helped:
-            assert _status(stack, task_id) == "SOLVED", task_id
-            assert _item(stack, task_id)["delivered_via"]["S"] == "poll"
+            assert task_status(stack, task_id) == "SOLVED", task_id
+            assert table_item(stack, task_id)["delivered_via"]["S"] == "poll"
         else:
-            assert _status(stack, task_id) == "PENDING", (task_id, shard)
+            assert task_status(stack, task_id) == "PENDING", (task_id, shard)
     assert invocation.result["recovered"] == sum(s == helped for s in shards.values())
     # under its group's lease, given back; the main lease was never taken
-    lease = _item(stack, f"#poller-lease#{helped}")
+    lease = table_item(stack, f"#poller-lease#{helped}")
     assert float(lease["lease_until"]["N"]) <= time.time()
-    assert _item(stack, "#poller-lease") == {}
+    assert table_item(stack, "#poller-lease") == {}
     # and the tasks of the other groups are any poller's still
     stack.set_schedules(True)
     others = [task_id for task_id, shard in shards.items() if shard != helped]
-    wait_until(lambda: all(_status(stack, t) == "SOLVED" for t in others), timeout=150)
+    wait_until(lambda: all(task_status(stack, t) == "SOLVED" for t in others), timeout=150)
     assert all(
         fate["deliveries"] and fate["deliveries"][0]["outcome"] == "dropped"
         for fate in simulator.tasks()

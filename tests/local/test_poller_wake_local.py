@@ -15,6 +15,7 @@ import pytest
 
 from infra.local import LocalStack
 from infra.simulator import Simulator
+from tests.local.support import table_item, task_status
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(300)]
@@ -38,19 +39,6 @@ FIRST_CHECK_AFTER = 15.0
 CHECKED_WITHIN = FIRST_CHECK_AFTER + 5 + 10
 
 
-def _task_item(stack: LocalStack, task_id: str) -> dict[str, Any]:
-    item: dict[str, Any] = (
-        stack.ready.aws_client("dynamodb")
-        .get_item(TableName=stack.ready.tasks_table, Key={"task_id": {"S": task_id}})
-        .get("Item", {})
-    )
-    return item
-
-
-def _status(stack: LocalStack, task_id: str) -> str:
-    return str(_task_item(stack, task_id).get("status", {}).get("S", ""))
-
-
 def test_a_fresh_stacks_first_task_is_checked_by_a_poller_the_submit_starts(
     stack: LocalStack, simulator: Simulator
 ) -> None:
@@ -68,9 +56,9 @@ def test_a_fresh_stacks_first_task_is_checked_by_a_poller_the_submit_starts(
         ("SubmitFunction", "lambda", "ok")
     ]
     # And the task's result, its pingback lost, is the poller's within a sweep of its first check.
-    wait_until(lambda: _status(stack, task_id) == "SOLVED", timeout=CHECKED_WITHIN + 30)
+    wait_until(lambda: task_status(stack, task_id) == "SOLVED", timeout=CHECKED_WITHIN + 30)
     solved_at = time.time()
-    item = _task_item(stack, task_id)
+    item = table_item(stack, task_id)
     assert item["delivered_via"]["S"] == "poll"
     assert solved_at - submitted_at <= CHECKED_WITHIN
     fate = next(t for t in simulator.tasks() if str(t["id"]) == task_id)
@@ -83,6 +71,6 @@ def test_a_fresh_stacks_first_task_is_checked_by_a_poller_the_submit_starts(
     second = worker.post(f"{stack.ready.api_url}/tasks", json=TASK, timeout=30)
     assert second.status_code == 202, second.text
     second_id = str(second.json()["task_id"])
-    wait_until(lambda: _status(stack, second_id) == "SOLVED", timeout=CHECKED_WITHIN + 30)
+    wait_until(lambda: task_status(stack, second_id) == "SOLVED", timeout=CHECKED_WITHIN + 30)
     assert stack.health()["lambda_invoke_api"]["queued"] == 1
-    assert _task_item(stack, second_id)["delivered_via"]["S"] == "poll"
+    assert table_item(stack, second_id)["delivered_via"]["S"] == "poll"
