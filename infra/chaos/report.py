@@ -268,10 +268,13 @@ def pushed_ages_text(ages: dict[str, Any] | None) -> str:
     if not ages or not ages["waited_solved"]:
         return text
     text += f"; by push {ages['by_push']}, by GET fallback {ages['by_get_fallback']}"
-    after = ages.get("pushed_after_stored_seconds") or {}
+    after = ages.get("pushed_after_written_seconds") or {}
     if after.get("count"):
+        pipe = ages["pipe_delay_seconds"]
         text += (
-            f"; pushed after the result was in the table p50 {after['p50']} s, p95 {after['p95']} s"
+            f"; pushed after the result's write to the table p50 {after['p50']} s,"
+            f" p95 {after['p95']} s (of which the local pipe, write to bus:"
+            f" p50 {pipe['p50']} s, p95 {pipe['p95']} s)"
         )
     return text
 

@@ -431,7 +431,10 @@ class ChaosRun:
                 "throughput": throughput(truth, submits.first_at, submits.last_at),
                 "token_age_at_worker": token_age_at_worker(truth, self._waiters.had_at),
                 "token_age_at_pushed_worker": token_age_at_pushed_worker(
-                    truth, self._waiters.pushed_had_at, self._waiters.pushed_by_get, items
+                    truth,
+                    self._waiters.pushed_had_at,
+                    self._waiters.pushed_by_get,
+                    stack.first_published_writes(),
                 ),
                 "by_kind": figures_by_kind(
                     truth, judged.lost, judged.wrong_code, self._waiters.had_at

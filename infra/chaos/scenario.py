@@ -206,10 +206,10 @@ CLEAN = replace(
 # carries thousands of tasks through a loaded moto: paced at 8 a second, with 12 callback workers
 # (each crash fault costs a worker a cold start), 8 submit workers for the table outage (a submit
 # waits 0.7 s on its retries before the DLQ takes it), 4 example consumers for the result events
-# (12,000 deliveries; 3 ran minutes behind on a loaded machine), 8 PushFunction workers (its
-# invocations took p50 0.84 s, p95 2.1 s against the loaded moto: 3 workers served fewer than the
-# ~8 results a second, so pushes queued and the pushed workers' GETs found the results first; on
-# AWS, Lambda scales out). The template's RetentionSeconds
+# (12,000 deliveries; 3 ran minutes behind on a loaded machine), 16 PushFunction workers (its
+# invocations take p50 0.4-0.8 s against the loaded moto and the pipe puts results on the bus in
+# pages of dozens after a poll sweep: with 8 workers an event waited p50 0.5 s, p95 2.3 s for
+# one, where Lambda scales out). The template's RetentionSeconds
 # (600 s, the simulator's own retention), not the CI profile's compressed 150 s: a backlog drains
 # before a task is given up. A stack that falls behind stretches the run, never the verdict. The
 # table is scanned for progress every 10 s, not 2 s.
@@ -223,7 +223,7 @@ SOAK = replace(
         "SubmitFunction": 8,
         "CallbackFunction": 12,
         "ResultConsumerFunction": 4,
-        "PushFunction": 8,
+        "PushFunction": 16,
     },
     retention_seconds=600,
     progress_every_seconds=10.0,

@@ -13,6 +13,7 @@ from typing import Any
 
 from infra.chaos.checker import percentiles
 from infra.client_worker import ClientWaiter, WaitMode
+from infra.local.pipes.stream_pipe import PublishedWrite
 from infra.project_template import parameter_default, project_template
 
 # reCAPTCHA v2/v3 (the chaos workload's kind), as the deployed stack counts it.
@@ -87,26 +88,32 @@ def token_age_at_pushed_worker(
     truth: Sequence[Mapping[str, Any]],
     had_at: Mapping[str, float | None],
     by_get: Collection[str],
-    items: Mapping[str, Mapping[str, Any]],
+    writes: Mapping[str, PublishedWrite],
 ) -> dict[str, Any]:
     """token_age_at_worker for the pushed workers, how their tokens came (pushed, or found by a
-    fallback GET: push down or late), and how long after the result was in the table each
-    pushed one was in hand (the item's received_at: when the stack took the result)."""
+    fallback GET: push down or late), and for each pushed one how long after its result was
+    written to the table it was in hand, and how much of that the pipe took to put its event
+    on the bus (`writes`: the stack's first published write per task id)."""
     ages = token_age_at_worker(truth, had_at)
     solved = {str(task["id"]) for task in truth if task.get("outcome") == "solved"}
     in_hand = [task_id for task_id, moment in had_at.items() if moment is not None]
     in_hand_solved = [task_id for task_id in in_hand if task_id in solved]
     fallback = sum(1 for task_id in in_hand_solved if task_id in by_get)
-    after_stored = [
-        max(0.0, float(moment) - float(items[task_id]["received_at"]))
+    pushed = [
+        (float(moment), writes[task_id])
         for task_id, moment in had_at.items()
-        if moment is not None and task_id not in by_get and "received_at" in items.get(task_id, {})
+        if moment is not None and task_id not in by_get and task_id in writes
     ]
     return {
         **ages,
         "by_push": len(in_hand_solved) - fallback,
         "by_get_fallback": fallback,
-        "pushed_after_stored_seconds": percentiles(after_stored),
+        "pushed_after_written_seconds": percentiles(
+            [max(0.0, moment - write.written_at) for moment, write in pushed]
+        ),
+        "pipe_delay_seconds": percentiles(
+            [max(0.0, write.published_at - write.written_at) for _, write in pushed]
+        ),
     }
 
 

@@ -32,7 +32,7 @@ from infra.local.lambda_.functions import FunctionSpec, function_specs
 from infra.local.lambda_.invoke_api import LambdaInvokeApi, endpoint_url, lambda_invoke_server
 from infra.local.lambda_.pool import FunctionPool, Invocation, worker_environment
 from infra.local.lambda_.triggers import FunctionIndex, http_routes, queue_sources, schedules
-from infra.local.pipes.stream_pipe import StreamPipe
+from infra.local.pipes.stream_pipe import PublishedWrite, StreamPipe
 from infra.local.runtime.aws import ACCOUNT_ID, WORKER, AwsEndpoint, LocalPrincipal
 from infra.local.runtime.calls import CallLog
 from infra.local.runtime.control import UnknownFunction, control_server
@@ -305,6 +305,14 @@ class LocalStack(Service):
     def published_events(self) -> list[dict[str, Any]]:
         """Every event the stack's pipes put on its buses (they may carry tokens: never log)."""
         return self._event_bus.published() if self._event_bus else []
+
+    def first_published_writes(self) -> dict[str, PublishedWrite]:
+        """Per item key, when the write behind its first published event happened and when the
+        event was on the bus (every pipe of the stack)."""
+        found: dict[str, PublishedWrite] = {}
+        for pipe in self._event_pipes:
+            found.update(pipe.first_published())
+        return found
 
     def result_events_settled(self) -> bool:
         """Each pipe has read its stream to the end and the bus has no delivery in flight."""

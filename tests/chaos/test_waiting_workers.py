@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from infra.chaos.report import pushed_ages_text, worker_ages_text
 from infra.chaos.waiting import token_age_at_pushed_worker, token_age_at_worker
+from infra.local.pipes.stream_pipe import PublishedWrite
 
 TRUTH = [
     {"id": 1, "outcome": "solved", "finished_at": 100.0},
@@ -34,24 +35,27 @@ def test_pushed_workers_ages_say_how_many_tokens_came_pushed_and_how_many_by_a_f
     None
 ):
     # Given pushed workers had 1 (pushed) after 1 s, 2 (a fallback GET found it) after 9 s,
-    # never had 3, and 4 was unsolvable; the stack took 1's result 0.25 s before it was pushed
+    # never had 3, and 4 was unsolvable; 1's result was written 0.25 s before it was in hand
+    # and its event was on the bus 0.1 s after the write
     had_at = {"1": 101.0, "2": 109.0, "3": None, "4": None}
-    items = {"1": {"received_at": 100.75}, "2": {"received_at": 100.5}}
+    writes = {"1": PublishedWrite(100.75, 100.85), "2": PublishedWrite(100.5, 100.5)}
 
-    ages = token_age_at_pushed_worker(TRUTH, had_at, by_get={"2"}, items=items)
+    ages = token_age_at_pushed_worker(TRUTH, had_at, by_get={"2"}, writes=writes)
 
     assert ages["age_seconds"]["count"] == 2 and ages["age_seconds"]["max"] == 9.0
     assert (ages["by_push"], ages["by_get_fallback"], ages["unusable"]) == (1, 1, 1)
-    # only pushed tokens count from the table: the fallback GET's is not a push
-    assert ages["pushed_after_stored_seconds"] == {
+    # only pushed tokens count from the write: the fallback GET's is not a push
+    assert ages["pushed_after_written_seconds"] == {
         "count": 1,
         "p50": 0.25,
         "p95": 0.25,
         "max": 0.25,
     }
+    assert ages["pipe_delay_seconds"]["p95"] == 0.1
     assert pushed_ages_text(ages).endswith(
         "unusable 1; by push 1, by GET fallback 1;"
-        " pushed after the result was in the table p50 0.25 s, p95 0.25 s"
+        " pushed after the result's write to the table p50 0.25 s, p95 0.25 s"
+        " (of which the local pipe, write to bus: p50 0.1 s, p95 0.1 s)"
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -436,6 +437,29 @@ def test_a_queue_gets_events_only_when_its_policy_lets_eventbridge_send_for_the_
     assert lets_eventbridge_send(policy, QUEUE_ARN, RULE_ARN) is allowed
 
 
+def rule_with_queue(endpoint: AwsEndpoint, bus_name: str, name: str, allowed: bool) -> str:
+    """A rule made at run time on the bus, matching pingback-guard's events, with a queue as its
+    target (whose policy lets EventBridge send for the rule when `allowed`): the queue's URL."""
+    events, sqs = endpoint.client("events"), endpoint.client("sqs")
+    url = sqs.create_queue(QueueName=f"{bus_name}-{name}")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    rule_arn = events.put_rule(
+        Name=f"{bus_name}-{name}",
+        EventBusName=bus_name,
+        EventPattern=json.dumps({"source": ["pingback-guard"]}),
+    )["RuleArn"]
+    events.put_targets(
+        Rule=f"{bus_name}-{name}", EventBusName=bus_name, Targets=[{"Id": "q", "Arn": arn}]
+    )
+    if allowed:
+        policy = json.loads(queue_policy(source_arn=rule_arn))
+        policy["Statement"][0]["Resource"] = arn
+        sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": json.dumps(policy)})
+    return url
+
+
 def test_a_rule_made_at_run_time_delivers_to_its_queue_when_the_policy_allows(
     moto_endpoint: AwsEndpoint, bus_with: Any
 ) -> None:
@@ -446,25 +470,10 @@ def test_a_rule_made_at_run_time_delivers_to_its_queue_when_the_policy_allows(
     events, sqs = moto_endpoint.client("events"), moto_endpoint.client("sqs")
     bus_name = f"results-{uuid.uuid4().hex[:6]}"
     events.create_event_bus(Name=bus_name)
-    queues = {}
-    for name in ("allowed", "no-policy"):
-        url = sqs.create_queue(QueueName=f"{bus_name}-{name}")["QueueUrl"]
-        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
-            "QueueArn"
-        ]
-        rule_arn = events.put_rule(
-            Name=f"{bus_name}-{name}",
-            EventBusName=bus_name,
-            EventPattern=json.dumps({"source": ["pingback-guard"]}),
-        )["RuleArn"]
-        events.put_targets(
-            Rule=f"{bus_name}-{name}", EventBusName=bus_name, Targets=[{"Id": "q", "Arn": arn}]
-        )
-        queues[name] = url
-        if name == "allowed":
-            policy = json.loads(queue_policy(source_arn=rule_arn))
-            policy["Statement"][0]["Resource"] = arn
-            sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": json.dumps(policy)})
+    queues = {
+        name: rule_with_queue(moto_endpoint, bus_name, name, allowed=name == "allowed")
+        for name in ("allowed", "no-policy")
+    }
     target = FlakyTarget(failures=0)
     bus = LocalEventBus(
         [rule(bus_name)],
@@ -487,6 +496,36 @@ def test_a_rule_made_at_run_time_delivers_to_its_queue_when_the_policy_allows(
     stats = bus.stats.to_json()
     assert (stats["sent_to_queues"], stats["dropped"], stats["deliveries"]) == (1, 1, 3)
     assert "Messages" not in sqs.receive_message(QueueUrl=queues["no-policy"])
+
+
+def test_a_rule_made_at_run_time_matches_once_the_bus_reads_its_rules_again(
+    moto_endpoint: AwsEndpoint,
+) -> None:
+    """Given a bus that read its run-time rules (none yet) less than their refresh ago, when a
+    rule with a queue is made: an event put at once does not reach the queue (EventBridge: a
+    new rule matches a short while after PutRule), one put after the refresh does."""
+    sqs = moto_endpoint.client("sqs")
+    bus_name = f"results-{uuid.uuid4().hex[:6]}"
+    moto_endpoint.client("events").create_event_bus(Name=bus_name)
+    bus = LocalEventBus(
+        [],
+        FlakyTarget(failures=0),
+        region="us-east-1",
+        run_time_rules=RunTimeRules(moto_endpoint.client, [], refresh_seconds=1.0),
+    )
+    bus.start()
+    try:
+        bus.put_events([entry("SOLVED", bus=bus_name)])
+        url = rule_with_queue(moto_endpoint, bus_name, "late", allowed=True)
+        bus.put_events([entry("SOLVED", bus=bus_name)])
+        time.sleep(1.1)
+        (matched_id,) = bus.put_events([entry("SOLVED", bus=bus_name)])
+        wait_until(lambda: bus.backlog() == 0, timeout=10)
+    finally:
+        bus.stop(2.0)
+
+    received = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+    assert [json.loads(m["Body"])["id"] for m in received["Messages"]] == [matched_id]
 
 
 # ---------------------------------------------------------------- pipe on a moto stream
@@ -581,6 +620,7 @@ def test_the_pipe_reads_moto_s_stream_and_publishes_each_final_transition_once(
 ) -> None:
     table, stream_arn = stream
     write(table, "7", status="PENDING", submitted_at=SUBMITTED_AT)
+    before_the_result = time.time()
     write(table, "7", status="SOLVED", solution=TOKEN, delivered_via="callback")
     write(table, "7", reported="good")  # same status again: nothing new
     write(table, "8", status="FAILED", error="ERROR_CAPTCHA_UNSOLVABLE", submitted_at=SUBMITTED_AT)
@@ -602,6 +642,11 @@ def test_the_pipe_reads_moto_s_stream_and_publishes_each_final_transition_once(
         ("results", "pingback-guard", "Task Result")
     }
     assert pipe.stats.to_json()["published"] == 2
+    # when each published result was written (its record), and when its event was on the bus
+    first = pipe.first_published()
+    assert sorted(first) == ["7", "8"]
+    assert before_the_result - 0.01 <= first["7"].written_at <= first["7"].published_at
+    assert first["7"].published_at <= time.time()
 
 
 def test_injected_duplicates_put_the_same_results_again(

@@ -10,6 +10,7 @@ import boto3
 import pytest
 
 from infra.local import LocalStack
+from infra.local.events.event_bus import RUN_TIME_RULES_REFRESH_SECONDS
 from infra.local.runtime.aws import OTHER_WORKER, WORKER, LocalPrincipal
 from infra.simulator import Simulator
 from pingback_guard_cli.errors import ExitCode
@@ -39,6 +40,11 @@ ALL_STEPS = [
 ]
 
 
+# The local bus reads run-time rules again once a second, as EventBridge matches a new rule only
+# a short while after PutRule.
+RULE_SETTLE = str(RUN_TIME_RULES_REFRESH_SECONDS)
+
+
 def smoke(
     stack: LocalStack, capsys: pytest.CaptureFixture[str], principal: LocalPrincipal
 ) -> tuple[int, dict[str, Any], str]:
@@ -52,7 +58,7 @@ def smoke(
     code = run(
         [
             *("--endpoint-url", ready.aws_endpoint_url, "--stack-name", ready.stack_name),
-            *("smoke", "--api-url", ready.api_url, "--rule-settle-seconds", "0", "--json"),
+            *("smoke", "--api-url", ready.api_url, "--rule-settle-seconds", RULE_SETTLE, "--json"),
         ],
         session=session,
     )

@@ -53,6 +53,7 @@ QUEUE_TARGETS_WORKERS = 2
 # https://aws.amazon.com/blogs/compute/more-room-to-build-serverless-services-now-support-payloads-up-to-1-mb
 # measured as https://docs.aws.amazon.com/eventbridge/latest/userguide/calculate-putevents-entry-size.html
 PUT_EVENTS_ENTRY_BYTES = 1024 * 1024
+RUN_TIME_RULES_REFRESH_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -83,17 +84,38 @@ class _Delivery:
 
 
 class RunTimeRules:
-    """Rules on a bus that the template does not declare, read from moto at each PutEvents (a new
-    rule matches from the next event on), with their SQS queue targets. EventBridge sends a queue
-    the event as JSON, and only when the queue's policy lets events.amazonaws.com send for that
-    rule: a queue without such a policy never gets the event (counted as dropped), as on AWS."""
+    """Rules on a bus that the template does not declare, with their SQS queue targets, read from
+    moto at most once per `refresh_seconds` per bus: as on AWS, a new or changed rule matches a
+    short while after PutRule ("Allow a short period of time for changes to take effect":
+    https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutRule.html). Reading them
+    at every PutEvents cost the pipe a moto round trip per batch of 10 results, and the soak's
+    results reached the bus seconds after their write. EventBridge sends a queue the event as
+    JSON, and only when the queue's policy lets events.amazonaws.com send for that rule: a queue
+    without such a policy never gets the event (counted as dropped), as on AWS."""
 
-    def __init__(self, new_client: Callable[[str], Any], template_rules: Iterable[str]) -> None:
+    def __init__(
+        self,
+        new_client: Callable[[str], Any],
+        template_rules: Iterable[str],
+        refresh_seconds: float = RUN_TIME_RULES_REFRESH_SECONDS,
+    ) -> None:
         self._events = new_client("events")
         self._sqs = new_client("sqs")
         self._template_rules = frozenset(template_rules)
+        self._refresh_seconds = refresh_seconds
+        self._read: dict[str, tuple[float, list[RuleSpec]]] = {}
+        self._lock = threading.Lock()
 
     def on_bus(self, bus_name: str) -> list[RuleSpec]:
+        with self._lock:
+            read_at, rules = self._read.get(bus_name, (float("-inf"), []))
+            if time.monotonic() - read_at < self._refresh_seconds:
+                return rules
+            rules = self._read_rules(bus_name)
+            self._read[bus_name] = (time.monotonic(), rules)
+            return rules
+
+    def _read_rules(self, bus_name: str) -> list[RuleSpec]:
         found: list[RuleSpec] = []
         for rule in self._events.list_rules(EventBusName=bus_name).get("Rules", []):
             name = rule["Name"]

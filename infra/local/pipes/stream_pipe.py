@@ -12,6 +12,10 @@ AWS/EventBridge/Pipes metrics. `set_running(False)` is StopPipe: the pipe reads 
 started again, from where it stopped (the state Pipes leaves a pipe in after persistent errors).
 `duplicate_rate` re-puts a delivered batch as new events with that probability: at-least-once
 made visible, as a retried PutEvents whose first answer was lost would.
+`first_published()` says, per item, when the write behind its first published event happened
+(the record's ApproximateCreationDateTime, to moto's microsecond; AWS rounds it down to the
+second) and when that event was on the bus: the pipe's own delay, and the moment a consumer's
+latency is counted from.
 """
 
 from __future__ import annotations
@@ -73,6 +77,14 @@ class PipeStats(SharedStats):
 
 
 @dataclass(frozen=True)
+class PublishedWrite:
+    """An item's first published record: when it was written, when its event was on the bus."""
+
+    written_at: float
+    published_at: float
+
+
+@dataclass(frozen=True)
 class PipeExecution:
     """One execution of a pipe: the events it carried, whether it failed, how long it took."""
 
@@ -84,6 +96,12 @@ class PipeExecution:
 def stream_record(raw: Mapping[str, Any], stream_arn: str) -> dict[str, Any]:
     """A GetRecords record as Pipes hands it on: JSON only, with the source ARN."""
     return {**_jsonable(dict(raw)), "eventSourceARN": stream_arn}
+
+
+def item_key(record: Mapping[str, Any]) -> str:
+    """The record's item key values, in key-attribute order of name, joined by '|'."""
+    keys = record["dynamodb"]["Keys"]
+    return "|".join(str(next(iter(keys[name].values()))) for name in sorted(keys))
 
 
 def _jsonable(value: Any) -> Any:
@@ -119,6 +137,8 @@ class StreamPipe:
         self._random = random.Random(seed)
         self._threads = BackgroundThreads()
         self.stats = PipeStats()
+        self._first_published: dict[str, PublishedWrite] = {}
+        self._first_published_lock = threading.Lock()
 
     def start(self) -> None:
         self._threads.start(self._run)
@@ -133,6 +153,10 @@ class StreamPipe:
         else:
             self._running.clear()
         self.stats.mark_state(RUNNING if running else STOPPED)
+
+    def first_published(self) -> dict[str, PublishedWrite]:
+        with self._first_published_lock:
+            return dict(self._first_published)
 
     def _run(self) -> None:
         streams = self._new_client("dynamodbstreams")
@@ -212,10 +236,21 @@ class StreamPipe:
             raise _ExecutionFailed(str(failure)) from None
         self._put(entries)
         self._executed(len(selected), started, failed=False)
+        self._note_published(selected)
         self.stats.add(matched=len(selected), published=len(entries))
         if self._duplicate_rate and self._random.random() < self._duplicate_rate:
             self._put(entries)
             self.stats.add(duplicates_injected=len(entries))
+
+    def _note_published(self, records: Sequence[Mapping[str, Any]]) -> None:
+        published_at = time.time()
+        with self._first_published_lock:
+            for record in records:
+                written_at = record["dynamodb"].get("ApproximateCreationDateTime")
+                if written_at is not None:
+                    self._first_published.setdefault(
+                        item_key(record), PublishedWrite(float(written_at), published_at)
+                    )
 
     def _executed(self, events: int, started: float, failed: bool) -> None:
         if self._on_execution is not None:
