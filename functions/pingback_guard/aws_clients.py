@@ -19,11 +19,13 @@ from botocore.config import Config
 
 from pingback_guard.domain.errors import SecretUnavailableError
 from pingback_guard.logic.pingback_secrets import CallbackSecrets
-from pingback_guard.settings import CallbackSecretSettings, StoreCallSettings
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
     from mypy_boto3_sqs.client import SQSClient
+
+    from pingback_guard.settings.callback_secret import CallbackSecretSettings
+    from pingback_guard.settings.poller import StoreCallSettings
 
 # A pingback waits on these calls: fail fast and let the dead-letter queue or the poller take over.
 FAST_AWS_CONFIG = Config(

@@ -30,7 +30,7 @@ from pingback_guard.observability import (
     token_stored,
 )
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
-from pingback_guard.settings import CallbackSettings
+from pingback_guard.settings.callback import CallbackSettings
 
 VERIFICATION_ROUTE = "GET /2captcha.txt"
 

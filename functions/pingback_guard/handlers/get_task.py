@@ -19,7 +19,7 @@ from pingback_guard.handlers.responses import (
 )
 from pingback_guard.handlers.services import task_query
 from pingback_guard.observability import instrumented, logger, record_read_through
-from pingback_guard.settings import GetTaskSettings
+from pingback_guard.settings.worker_tasks import GetTaskSettings
 
 settings = GetTaskSettings.from_env(os.environ)
 query = task_query(settings, aws_clients.dynamodb_client())

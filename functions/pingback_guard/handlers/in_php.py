@@ -31,7 +31,7 @@ from pingback_guard.logic.compat import (
 from pingback_guard.logic.request_budgets import Endpoint
 from pingback_guard.logic.worker_keys import WorkerKeys
 from pingback_guard.observability import instrumented, logger, metrics
-from pingback_guard.settings import CompatSubmitSettings
+from pingback_guard.settings.compat_submit import CompatSubmitSettings
 
 settings = CompatSubmitSettings.from_env(os.environ)
 pingbacks = PingbackIssuer(settings.submit.pingbacks)

@@ -11,7 +11,7 @@ from pingback_guard import aws_clients
 from pingback_guard.logic.submit import IssuedPingback, PendingTasks, issue_pingback
 
 if TYPE_CHECKING:
-    from pingback_guard.settings import PingbackIssueSettings
+    from pingback_guard.settings.pingbacks import PingbackIssueSettings
 
 
 class PingbackIssuer:

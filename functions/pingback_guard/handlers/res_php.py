@@ -34,7 +34,7 @@ from pingback_guard.logic.request_budgets import Endpoint
 from pingback_guard.logic.worker_keys import WorkerKeys
 from pingback_guard.observability import instrumented, logger, metrics, record_read_through
 from pingback_guard.provider.configured_client import ProviderOnFirstUse, captchaai_client
-from pingback_guard.settings import CompatResultSettings
+from pingback_guard.settings.compat_result import CompatResultSettings
 
 MAX_BODY_BYTES = 64 * 1024
 

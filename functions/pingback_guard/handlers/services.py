@@ -30,13 +30,11 @@ from pingback_guard.provider.configured_client import (
     single_attempt_client,
 )
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
-from pingback_guard.settings import (
-    GetTaskSettings,
-    KeyBudgetSettings,
-    ProviderSettings,
-    SubmitSettings,
-    TableSettings,
-)
+from pingback_guard.settings.key_budget import KeyBudgetSettings
+from pingback_guard.settings.provider import ProviderSettings
+from pingback_guard.settings.submit import SubmitSettings
+from pingback_guard.settings.table import TableSettings
+from pingback_guard.settings.worker_tasks import GetTaskSettings
 from pingback_guard.wake.poller import LambdaPollerWaker
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from pingback_guard.aws_clients import api_key_reader
-from pingback_guard.settings import ProviderSettings
+from pingback_guard.settings.provider import ProviderSettings
 
 if TYPE_CHECKING:
     import requests
