@@ -11,7 +11,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from pingback_guard import aws_clients
+from pingback_guard import aws_clients, secret_readers
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import (
     InvalidCallbackError,
@@ -37,7 +37,7 @@ VERIFICATION_ROUTE = "GET /2captcha.txt"
 settings = CallbackSettings.from_env(os.environ)
 # A capability counts until the longest time after its issue a provider may still deliver.
 authenticator = CallbackAuthenticator(
-    aws_clients.callback_secrets_reader(settings.callback_secret),
+    secret_readers.callback_secrets_reader(settings.callback_secret),
     CapabilityLifetime(settings.callback_secret.capability_max_age_seconds),
 )
 

@@ -17,7 +17,7 @@ from pingback_guard.handlers.responses import (
     json_response,
     path_task_id,
 )
-from pingback_guard.handlers.services import task_query
+from pingback_guard.handlers.services.tasks import task_query
 from pingback_guard.observability import instrumented, logger, record_read_through
 from pingback_guard.settings.worker_tasks import GetTaskSettings
 

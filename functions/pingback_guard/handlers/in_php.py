@@ -19,7 +19,8 @@ from pingback_guard.handlers.protocol import (
     protocol_pairs,
     protocol_response,
 )
-from pingback_guard.handlers.services import key_budget, submit_service
+from pingback_guard.handlers.services.budgets import key_budget
+from pingback_guard.handlers.services.submit import submit_service
 from pingback_guard.logic.compat import (
     BAD_PARAMETERS,
     CompatSubmit,

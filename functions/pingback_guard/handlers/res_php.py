@@ -17,12 +17,8 @@ from pingback_guard.handlers.protocol import (
     protocol_fields,
     protocol_response,
 )
-from pingback_guard.handlers.services import (
-    key_budget,
-    report_service,
-    shared_balance,
-    task_query,
-)
+from pingback_guard.handlers.services.budgets import key_budget, shared_balance
+from pingback_guard.handlers.services.tasks import report_service, task_query
 from pingback_guard.logic.compat import (
     BAD_PARAMETERS,
     CompatResults,

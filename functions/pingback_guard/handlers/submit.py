@@ -27,7 +27,7 @@ from pingback_guard.handlers.responses import (
     json_body,
     json_response,
 )
-from pingback_guard.handlers.services import submit_service
+from pingback_guard.handlers.services.submit import submit_service
 from pingback_guard.kinds.json_fields import request_from_json
 from pingback_guard.kinds.registry import MAX_REQUEST_BYTES, InvalidFieldError
 from pingback_guard.logic.pacing import paced
