@@ -48,7 +48,15 @@ NOT_AT_COLD_START: dict[str, frozenset[str]] = {
     ),
     # The provider only for a read-through, a report or a balance refresh.
     "CompatResultFunction": frozenset(
-        {REQUESTS, CAPTCHAAI, PARAMETERS, EVENT_CLASSES, "pingback_guard.settings.submit"}
+        {
+            REQUESTS,
+            CAPTCHAAI,
+            PARAMETERS,
+            EVENT_CLASSES,
+            "pingback_guard.logic.compat_submit",
+            "pingback_guard.logic.submit",
+            "pingback_guard.settings.submit",
+        }
     ),
     # Reads no secret and never calls the provider.
     "PushFunction": frozenset(

@@ -20,13 +20,8 @@ from pingback_guard.handlers.protocol import (
 from pingback_guard.handlers.read_through import record_read_through
 from pingback_guard.handlers.services.budgets import key_budget, shared_balance
 from pingback_guard.handlers.services.tasks import report_service, task_query
-from pingback_guard.logic.compat import (
-    BAD_PARAMETERS,
-    CompatResults,
-    Event,
-    ProtocolAnswer,
-    wants_json,
-)
+from pingback_guard.logic.compat import BAD_PARAMETERS, Event, ProtocolAnswer, wants_json
+from pingback_guard.logic.compat_results import CompatResults
 from pingback_guard.logic.request_budgets import Endpoint
 from pingback_guard.logic.worker_keys import WorkerKeys
 from pingback_guard.observability import instrumented, logger, metrics
