@@ -29,7 +29,8 @@ from pingback_guard.handlers.protocol import (
     protocol_pairs,
 )
 from pingback_guard.kinds.registry import MAX_REQUEST_BYTES
-from pingback_guard.logic.compat import CompatSubmit, Outcome
+from pingback_guard.logic.compat import Outcome
+from pingback_guard.logic.compat_submit import CompatSubmit
 from pingback_guard.logic.request_budgets import KeyBudget
 from pingback_guard.logic.submit import IssuedPingback, SubmitService
 from pingback_guard.logic.worker_keys import WorkerKeys

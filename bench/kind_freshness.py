@@ -44,7 +44,7 @@ from pingback_guard.logic.poller import PollerService
 from pingback_guard.logic.submit import PendingTasks
 from pingback_guard.provider.answers import ProviderAnswer
 from pingback_guard.provider.captchaai import CaptchaAiClient
-from pingback_guard.settings import SubmitSettings
+from pingback_guard.settings.submit import SubmitSettings
 
 KEY = "kinds"
 TITLE = "8. Per kind, every pingback lost: first check, answer age, res.php requests, lifetime"

@@ -33,7 +33,7 @@ from pingback_guard.domain.task import (
     NewTask,
     TaskResult,
 )
-from pingback_guard.settings import MAX_IDS_PER_RES_REQUEST
+from pingback_guard.settings.poller import MAX_IDS_PER_RES_REQUEST
 
 REGION = "us-east-1"
 TABLE_NAME = "pingback-guard-bench-poller"

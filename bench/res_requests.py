@@ -21,7 +21,7 @@ from pingback_guard.domain.task import CaptchaRequest, NewTask
 from pingback_guard.logic.poll_schedule import PollPolicy, SolveTimes
 from pingback_guard.logic.poller import PollerService
 from pingback_guard.provider.captchaai import CaptchaAiClient
-from pingback_guard.settings import MAX_IDS_PER_RES_REQUEST
+from pingback_guard.settings.poller import MAX_IDS_PER_RES_REQUEST
 
 REGION = "us-east-1"
 DUE_TASKS = 100

@@ -65,7 +65,7 @@ from pingback_guard.logic.poll_schedule import SolveTimes
 from pingback_guard.logic.poller import PollerService
 from pingback_guard.logic.poller_fan_out import FAN_OUT_LOAD_SHARE, MB_PER_VCPU
 from pingback_guard.logic.submit import PendingTasks, SubmitService, issue_pingback
-from pingback_guard.settings import SubmitSettings
+from pingback_guard.settings.submit import SubmitSettings
 from tests.fakes import FakeDeadLetterQueue
 
 KEY = "scale"

@@ -14,7 +14,7 @@ from infra.project_template import (
     placeholder_environment,
 )
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
-from pingback_guard.settings import PollerSettings
+from pingback_guard.settings.poller import PollerSettings
 
 HANDLER_FUNCTIONS = {
     "submit": "SubmitFunction",

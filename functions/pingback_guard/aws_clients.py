@@ -1,8 +1,5 @@
-"""The real AWS clients and secret readers the handlers inject into the logic.
-
-Secrets come from Secrets Manager / SSM through Powertools Parameters (cached for max_age);
-their values are never logged, and read errors become SecretUnavailableError.
-"""
+"""The real AWS clients the handlers inject into the logic (the secret readers are in
+secret_readers.py: a function that reads no secret never imports Powertools Parameters)."""
 
 from __future__ import annotations
 
@@ -10,20 +7,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import boto3
-from aws_lambda_powertools.utilities import parameters
-from aws_lambda_powertools.utilities.parameters.exceptions import (
-    GetParameterError,
-    TransformParameterError,
-)
 from botocore.config import Config
-
-from pingback_guard.domain.errors import SecretUnavailableError
-from pingback_guard.logic.pingback_secrets import CallbackSecrets
-from pingback_guard.settings import CallbackSecretSettings, StoreCallSettings
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
     from mypy_boto3_sqs.client import SQSClient
+
+    from pingback_guard.settings.poller import StoreCallSettings
 
 # A pingback waits on these calls: fail fast and let the dead-letter queue or the poller take over.
 FAST_AWS_CONFIG = Config(
@@ -82,47 +72,6 @@ def sqs_client_on_first_use() -> SQSClient:
 def lambda_client_on_first_use() -> Any:
     """For the poller's wake, which most submits never make, and its helpers' start."""
     return _MadeOnFirstUse(lambda: boto3.client("lambda", config=WAKE_CONFIG))
-
-
-def callback_secrets_reader(
-    secret: CallbackSecretSettings,
-) -> Callable[[bool], CallbackSecrets]:
-    def read(force: bool) -> CallbackSecrets:
-        document: Any = _fetch(
-            lambda: parameters.get_secret(
-                secret.secret_id,
-                transform="json",
-                max_age=secret.cache_seconds,
-                force_fetch=force,
-            ),
-            "callback secret",
-        )
-        try:
-            return CallbackSecrets.from_document(document)
-        except ValueError as error:
-            raise SecretUnavailableError(str(error)) from None
-
-    return read
-
-
-def api_key_reader(parameter_name: str, max_age: int) -> Callable[[], str]:
-    def read() -> str:
-        value = _fetch(
-            lambda: parameters.get_parameter(parameter_name, decrypt=True, max_age=max_age),
-            "provider API key",
-        )
-        if not isinstance(value, str) or not value.strip():
-            raise SecretUnavailableError("provider API key parameter is empty")
-        return value.strip()
-
-    return read
-
-
-def _fetch(read: Callable[[], Any], what: str) -> Any:
-    try:
-        return read()
-    except (GetParameterError, TransformParameterError) as error:
-        raise SecretUnavailableError(f"{what} unavailable: {type(error).__name__}") from None
 
 
 def management_api_client(endpoint_url: str) -> Any:

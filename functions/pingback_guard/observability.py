@@ -9,7 +9,6 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from pingback_guard.domain.lease import PollerStart
 from pingback_guard.domain.task import CaptchaRequest, NewTask, TaskResult, TokenLifetimes
-from pingback_guard.logic.get_task import Lookup, ReadThroughOutcome
 from pingback_guard.logic.results import Delivery, TokenStored, judged_answer, unread_delivery
 
 logger = Logger()
@@ -79,21 +78,6 @@ def count_claim_clash(task: NewTask, outcome: str) -> None:
     """A registration of an id another task holds (contested, or held by a submit)."""
     metrics.add_metric(name="RegistrationClash", unit=MetricUnit.Count, value=1)
     logger.warning("registration clash", extra={"task_id": task.task_id, "clash": outcome})
-
-
-def record_read_through(task_id: str, found: Lookup) -> None:
-    """The metrics of a read that checked res.php (GET /tasks/{id}, res.php get)."""
-    if found.read_through is None:
-        return
-    metrics.add_metric(name=found.read_through.value, unit=MetricUnit.Count, value=1)
-    if found.delivery is not None:
-        emit_delivery(found.delivery)
-        note_answer(task_id, found.view.get("kind"), found.view.get("answer_fits") is not False)
-    if found.read_through in {ReadThroughOutcome.ERROR, ReadThroughOutcome.ACCOUNT_ERROR}:
-        logger.warning(
-            "read-through failed; answered PENDING",
-            extra={"task_id": task_id, "reason": found.error},
-        )
 
 
 def note_answer(task_id: str, kind: str | None, fits: bool) -> None:

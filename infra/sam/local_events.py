@@ -29,7 +29,7 @@ from infra.sam import make_events
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.task import CaptchaRequest, NewTask, SubmissionOutcome
 from pingback_guard.logic import capability
-from pingback_guard.settings import SubmitSettings
+from pingback_guard.settings.submit import SubmitSettings
 
 ENV_JSON = make_events.ROOT / "env.json"
 # The endpoint env.json is written for; replaced everywhere by --endpoint-url.

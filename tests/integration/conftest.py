@@ -18,7 +18,7 @@ from infra.dynamodb_local import DynamoDbLocal
 from infra.moto_atomic import make_dynamodb_writes_atomic
 from infra.project_template import create_tasks_table, functions_environment
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
-from pingback_guard.settings import TableSettings
+from pingback_guard.settings.table import TableSettings
 from tests.fakes import TOKEN_LIFETIMES
 from tests.integration.handler_support import API_KEY, PREVIOUS_SECRET, SECRET, TABLE, Handlers
 from tests.support import template

@@ -21,7 +21,7 @@ from pingback_guard import aws_clients
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.task import NewTask
 from pingback_guard.logic import capability
-from pingback_guard.settings import TableSettings
+from pingback_guard.settings.table import TableSettings
 from tests.fakes import TOKEN_LIFETIMES, nonce_for, token_request
 
 ROOT = Path(__file__).resolve().parent.parent.parent

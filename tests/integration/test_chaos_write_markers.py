@@ -14,7 +14,7 @@ from infra.chaos.checker import result_writes_per_task, verdict
 from infra.local.runtime.aws_hooks import AwsCallHooks
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.task import DeliveryPath, StoreOutcome, TaskResult
-from pingback_guard.settings import TableSettings
+from pingback_guard.settings.table import TableSettings
 from tests.integration.test_store_contract import TOKEN, solved, submit
 
 

@@ -12,7 +12,7 @@ from botocore.stub import Stubber
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import StoreError, StoreUnavailableError
 from pingback_guard.domain.task import DeliveryPath, StoreOutcome, TaskResult
-from pingback_guard.settings import TableSettings
+from pingback_guard.settings.table import TableSettings
 from tests.fakes import TOKEN_LIFETIMES
 
 SETTINGS = TableSettings("tasks", "DueIndex", 4, 86400, TOKEN_LIFETIMES, 600)

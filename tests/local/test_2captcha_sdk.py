@@ -38,7 +38,7 @@ from infra.local.runtime.aws import OTHER_WORKER, WORKER
 from infra.local.up import issue_compat_key
 from infra.simulator import Simulator
 from pingback_guard.kinds.registry import kind_of
-from pingback_guard.logic.compat import METHOD_ALIASES, in_php_method
+from pingback_guard.logic.compat_submit import METHOD_ALIASES, in_php_method
 from tests.local.support import QUICK_SOLVES
 from tests.twocaptcha_sdk import ReadmeExample, RecordingApiClient, StrictApiClient, readme_examples
 from tests.waiting import wait_until

@@ -13,7 +13,7 @@ import pytest
 from infra.local import LocalOptions, LocalStack
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.task import DeliveryPath, TaskResult
-from pingback_guard.settings import TableSettings
+from pingback_guard.settings.table import TableSettings
 from tests.fakes import TOKEN_LIFETIMES
 from tests.waiting import wait_until
 

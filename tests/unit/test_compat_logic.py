@@ -13,14 +13,9 @@ from pingback_guard.domain.errors import (
 )
 from pingback_guard.domain.request_budgets import RequestLimits
 from pingback_guard.domain.task import DeliveryPath, TaskResult, TaskStatus
-from pingback_guard.logic.compat import (
-    CompatResults,
-    CompatSubmit,
-    Event,
-    Outcome,
-    ProtocolAnswer,
-    parse_fields,
-)
+from pingback_guard.logic.compat import Event, Outcome, ProtocolAnswer
+from pingback_guard.logic.compat_results import CompatResults
+from pingback_guard.logic.compat_submit import CompatSubmit, parse_fields
 from pingback_guard.logic.get_task import TaskQuery
 from pingback_guard.logic.report import ReportService
 from pingback_guard.logic.request_budgets import BalanceSource, Endpoint, KeyBudget, SharedBalance

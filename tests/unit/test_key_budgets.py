@@ -16,7 +16,8 @@ from pingback_guard.domain.errors import (
 from pingback_guard.domain.request_budgets import RequestLimits
 from pingback_guard.logic.compat import Event
 from pingback_guard.logic.request_budgets import SharedBalance
-from pingback_guard.settings import CompatResultSettings, CompatSubmitSettings
+from pingback_guard.settings.compat_result import CompatResultSettings
+from pingback_guard.settings.compat_submit import CompatSubmitSettings
 from tests.fakes import InMemoryRequestBudgets
 from tests.support import template_environment
 from tests.unit.test_compat_logic import Stack, words

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pingback_guard.domain.errors import ConfigurationError, ProviderRetryableError
 from pingback_guard.provider.answers import AnswerKind
 from pingback_guard.provider.captchaai import CaptchaAiClient, _parse_answer
-from pingback_guard.settings import PollerSettings
+from pingback_guard.settings.poller import PollerSettings
 from tests.support import template_environment
 
 json_values = st.recursive(

@@ -16,7 +16,7 @@ import pytest
 from twocaptcha import TwoCaptcha
 
 from pingback_guard.kinds.registry import InvalidFieldError, parse_provider_fields
-from pingback_guard.logic.compat import CONTROL_FIELDS, parse_fields
+from pingback_guard.logic.compat_submit import CONTROL_FIELDS, parse_fields
 from tests.twocaptcha_sdk import RecordingApiClient
 
 PAGE = "https://example.test/login"

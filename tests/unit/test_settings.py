@@ -5,19 +5,15 @@ from collections.abc import Callable, Mapping
 import pytest
 
 from pingback_guard.domain.errors import ConfigurationError
-from pingback_guard.settings import (
-    CallbackSecretSettings,
-    CallbackSettings,
-    CompatSubmitSettings,
-    ForwardSettings,
-    GetTaskSettings,
-    PollerSettings,
-    RegisterSettings,
-    ReplaySettings,
-    ReportSettings,
-    SubmitSettings,
-    clamped_poller_settings,
-)
+from pingback_guard.settings.callback import CallbackSettings
+from pingback_guard.settings.callback_secret import CallbackSecretSettings
+from pingback_guard.settings.compat_submit import CompatSubmitSettings
+from pingback_guard.settings.forward import ForwardSettings
+from pingback_guard.settings.poller import PollerSettings, clamped_poller_settings
+from pingback_guard.settings.register import RegisterSettings
+from pingback_guard.settings.replay import ReplaySettings
+from pingback_guard.settings.submit import SubmitSettings
+from pingback_guard.settings.worker_tasks import GetTaskSettings, ReportSettings
 from tests.support import template, template_environment
 
 SETTINGS_BY_FUNCTION: dict[str, Callable[[Mapping[str, str]], object]] = {

@@ -35,7 +35,7 @@ from pingback_guard.domain.task import (
     Task,
     TaskResult,
 )
-from pingback_guard.settings import TableSettings
+from pingback_guard.settings.table import TableSettings
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

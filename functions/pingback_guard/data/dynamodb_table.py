@@ -15,7 +15,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pingback_guard.domain.errors import StoreError, StoreUnavailableError
-from pingback_guard.settings import TableSettings
+from pingback_guard.settings.table import TableSettings
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient

@@ -11,7 +11,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from pingback_guard import aws_clients
+from pingback_guard import aws_clients, secret_readers
 from pingback_guard.data.dynamodb import DynamoDbTaskStore
 from pingback_guard.domain.errors import (
     InvalidCallbackError,
@@ -30,14 +30,14 @@ from pingback_guard.observability import (
     token_stored,
 )
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
-from pingback_guard.settings import CallbackSettings
+from pingback_guard.settings.callback import CallbackSettings
 
 VERIFICATION_ROUTE = "GET /2captcha.txt"
 
 settings = CallbackSettings.from_env(os.environ)
 # A capability counts until the longest time after its issue a provider may still deliver.
 authenticator = CallbackAuthenticator(
-    aws_clients.callback_secrets_reader(settings.callback_secret),
+    secret_readers.callback_secrets_reader(settings.callback_secret),
     CapabilityLifetime(settings.callback_secret.capability_max_age_seconds),
 )
 

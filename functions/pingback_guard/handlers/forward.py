@@ -19,7 +19,7 @@ from pingback_guard.forward.addresses import SystemResolver
 from pingback_guard.forward.sender import HttpForwardSender
 from pingback_guard.logic.forwarding import ForwardOutcome, ResultForwarder
 from pingback_guard.observability import instrumented, logger, metrics
-from pingback_guard.settings import ForwardSettings
+from pingback_guard.settings.forward import ForwardSettings
 
 settings = ForwardSettings.from_env(os.environ)
 forwarder = ResultForwarder(

@@ -11,15 +11,16 @@ from typing import Any
 from pingback_guard import aws_clients
 from pingback_guard.domain.errors import StoreError
 from pingback_guard.handlers.principal import own_task_route
+from pingback_guard.handlers.read_through import record_read_through
 from pingback_guard.handlers.responses import (
     ApiError,
     error_response,
     json_response,
     path_task_id,
 )
-from pingback_guard.handlers.services import task_query
-from pingback_guard.observability import instrumented, logger, record_read_through
-from pingback_guard.settings import GetTaskSettings
+from pingback_guard.handlers.services.tasks import task_query
+from pingback_guard.observability import instrumented, logger
+from pingback_guard.settings.worker_tasks import GetTaskSettings
 
 settings = GetTaskSettings.from_env(os.environ)
 query = task_query(settings, aws_clients.dynamodb_client())

@@ -19,19 +19,14 @@ from pingback_guard.handlers.protocol import (
     protocol_pairs,
     protocol_response,
 )
-from pingback_guard.handlers.services import key_budget, submit_service
-from pingback_guard.logic.compat import (
-    BAD_PARAMETERS,
-    CompatSubmit,
-    Event,
-    Outcome,
-    ProtocolAnswer,
-    wants_json,
-)
+from pingback_guard.handlers.services.budgets import key_budget
+from pingback_guard.handlers.services.submit import submit_service
+from pingback_guard.logic.compat import BAD_PARAMETERS, Event, Outcome, ProtocolAnswer, wants_json
+from pingback_guard.logic.compat_submit import CompatSubmit
 from pingback_guard.logic.request_budgets import Endpoint
 from pingback_guard.logic.worker_keys import WorkerKeys
 from pingback_guard.observability import instrumented, logger, metrics
-from pingback_guard.settings import CompatSubmitSettings
+from pingback_guard.settings.compat_submit import CompatSubmitSettings
 
 settings = CompatSubmitSettings.from_env(os.environ)
 pingbacks = PingbackIssuer(settings.submit.pingbacks)

@@ -7,17 +7,17 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pingback_guard import aws_clients
+from pingback_guard import secret_readers
 from pingback_guard.logic.submit import IssuedPingback, PendingTasks, issue_pingback
 
 if TYPE_CHECKING:
-    from pingback_guard.settings import PingbackIssueSettings
+    from pingback_guard.settings.pingbacks import PingbackIssueSettings
 
 
 class PingbackIssuer:
     def __init__(self, settings: PingbackIssueSettings) -> None:
         self._public_base_url = settings.public_base_url
-        self.read_secrets = aws_clients.callback_secrets_reader(settings.callback_secret)
+        self.read_secrets = secret_readers.callback_secrets_reader(settings.callback_secret)
         self.pending = PendingTasks(
             settings.callback_timeout_seconds, settings.expected_solve_seconds
         )

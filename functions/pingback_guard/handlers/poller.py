@@ -25,7 +25,7 @@ from pingback_guard.observability import (
 )
 from pingback_guard.provider.configured_client import captchaai_client
 from pingback_guard.provider.traced import TracedProvider
-from pingback_guard.settings import PollerSettings, clamped_poller_settings
+from pingback_guard.settings.poller import PollerSettings, clamped_poller_settings
 from pingback_guard.wake.poller import LambdaPollerWaker
 
 settings, setting_warnings = clamped_poller_settings(PollerSettings.from_env(os.environ))

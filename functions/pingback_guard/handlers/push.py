@@ -26,7 +26,7 @@ from pingback_guard.logic.push import (
 )
 from pingback_guard.observability import instrumented, logger, metrics
 from pingback_guard.push.sender import ManagementApiSender
-from pingback_guard.settings import PushSettings
+from pingback_guard.settings.push import PushSettings
 
 settings = PushSettings.from_env(os.environ)
 _dynamodb = aws_clients.dynamodb_client()

@@ -51,7 +51,7 @@ from pingback_guard.observability import (
 )
 from pingback_guard.provider.captchaai import RetryPolicy
 from pingback_guard.provider.configured_client import captchaai_client
-from pingback_guard.settings import RegisterSettings
+from pingback_guard.settings.register import RegisterSettings
 
 ISSUE_ROUTE = "POST /pingback-urls"
 REGISTER_ROUTE = "PUT /tasks/{task_id}"

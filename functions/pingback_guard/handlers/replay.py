@@ -25,7 +25,7 @@ from pingback_guard.observability import (
     metrics,
     token_stored,
 )
-from pingback_guard.settings import ReplaySettings
+from pingback_guard.settings.replay import ReplaySettings
 
 settings = ReplaySettings.from_env(os.environ)
 

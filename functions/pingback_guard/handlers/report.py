@@ -25,11 +25,11 @@ from pingback_guard.handlers.responses import (
     json_response,
     path_task_id,
 )
-from pingback_guard.handlers.services import report_service
+from pingback_guard.handlers.services.tasks import report_service
 from pingback_guard.logic.report import InvalidReportError, parse_report
 from pingback_guard.observability import instrumented, logger, metrics
 from pingback_guard.provider.configured_client import captchaai_client
-from pingback_guard.settings import ReportSettings
+from pingback_guard.settings.worker_tasks import ReportSettings
 
 settings = ReportSettings.from_env(os.environ)
 service = report_service(

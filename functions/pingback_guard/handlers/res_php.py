@@ -17,24 +17,16 @@ from pingback_guard.handlers.protocol import (
     protocol_fields,
     protocol_response,
 )
-from pingback_guard.handlers.services import (
-    key_budget,
-    report_service,
-    shared_balance,
-    task_query,
-)
-from pingback_guard.logic.compat import (
-    BAD_PARAMETERS,
-    CompatResults,
-    Event,
-    ProtocolAnswer,
-    wants_json,
-)
+from pingback_guard.handlers.read_through import record_read_through
+from pingback_guard.handlers.services.budgets import key_budget, shared_balance
+from pingback_guard.handlers.services.tasks import report_service, task_query
+from pingback_guard.logic.compat import BAD_PARAMETERS, Event, ProtocolAnswer, wants_json
+from pingback_guard.logic.compat_results import CompatResults
 from pingback_guard.logic.request_budgets import Endpoint
 from pingback_guard.logic.worker_keys import WorkerKeys
-from pingback_guard.observability import instrumented, logger, metrics, record_read_through
+from pingback_guard.observability import instrumented, logger, metrics
 from pingback_guard.provider.configured_client import ProviderOnFirstUse, captchaai_client
-from pingback_guard.settings import CompatResultSettings
+from pingback_guard.settings.compat_result import CompatResultSettings
 
 MAX_BODY_BYTES = 64 * 1024
 

@@ -27,12 +27,12 @@ from pingback_guard.handlers.responses import (
     json_body,
     json_response,
 )
-from pingback_guard.handlers.services import submit_service
+from pingback_guard.handlers.services.submit import submit_service
 from pingback_guard.kinds.json_fields import request_from_json
 from pingback_guard.kinds.registry import MAX_REQUEST_BYTES, InvalidFieldError
 from pingback_guard.logic.pacing import paced
 from pingback_guard.observability import instrumented, logger, metrics
-from pingback_guard.settings import SubmitSettings
+from pingback_guard.settings.submit import SubmitSettings
 
 settings = SubmitSettings.from_env(os.environ)
 pingbacks = PingbackIssuer(settings.pingbacks)

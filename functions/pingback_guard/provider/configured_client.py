@@ -1,13 +1,15 @@
 """The real provider client as a function's settings describe it (kept out of aws_clients so
-functions that never call the provider never import requests)."""
+functions that never call the provider never import requests). What only a made client needs
+(requests, the client, the API key's reader: Powertools Parameters) is imported when one is
+made: a function that makes its client on first use (ProviderOnFirstUse) does not load it at
+cold start."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from pingback_guard.aws_clients import api_key_reader
-from pingback_guard.settings import ProviderSettings
+from pingback_guard.settings.provider import ProviderSettings
 
 if TYPE_CHECKING:
     import requests
@@ -24,6 +26,7 @@ def captchaai_client(
     """The API key is read from SSM (cached) on use, never at cold start. ``connections``: the
     requests its caller has in flight at once, each kept on a connection of its own."""
     from pingback_guard.provider.captchaai import CaptchaAiClient
+    from pingback_guard.secret_readers import api_key_reader
 
     return CaptchaAiClient(
         provider.base_url,
