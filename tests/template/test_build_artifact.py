@@ -11,16 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.support import template, template_environment
+from tests.support import cold_start_environment, template
 
 FUNCTIONS_DIR = Path(__file__).resolve().parents[2] / "functions"
-RUNTIME_ENVIRONMENT = {
-    "AWS_REGION": "us-east-1",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
-}
 # Imports the handler without writing bytecode, as on a read-only /var/task, and names every
 # module under the working directory the import system had to compile from source.
 COMPILED_AT_IMPORT = (
@@ -92,7 +85,7 @@ def test_a_cold_start_from_the_artifact_compiles_nothing(artifact: Path, logical
     finished = subprocess.run(
         [sys.executable, "-B", "-c", COMPILED_AT_IMPORT, handler],
         cwd=artifact,
-        env={**RUNTIME_ENVIRONMENT, **template_environment(logical_id)},
+        env=cold_start_environment(logical_id),
         capture_output=True,
         text=True,
         timeout=60,

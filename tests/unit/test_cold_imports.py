@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import template, template_environment
+from tests.support import cold_start_environment, template
 
 FUNCTIONS_DIR = Path(__file__).resolve().parents[2] / "functions"
 LOADED_AFTER_IMPORT = (
@@ -22,13 +22,6 @@ LOADED_AFTER_IMPORT = (
     "importlib.import_module(sys.argv[1])\n"
     "print(json.dumps(sorted(sys.modules)))\n"
 )
-RUNTIME_ENVIRONMENT = {
-    "AWS_REGION": "us-east-1",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_XRAY_CONTEXT_MISSING": "LOG_ERROR",
-}
 REQUESTS = "requests"
 PARAMETERS = "aws_lambda_powertools.utilities.parameters"
 EVENT_CLASSES = "aws_lambda_powertools.utilities.data_classes"
@@ -101,7 +94,7 @@ def modules_after_cold_start(logical_id: str) -> set[str]:
     finished = subprocess.run(
         [sys.executable, "-c", LOADED_AFTER_IMPORT, handler_module(logical_id)],
         cwd=FUNCTIONS_DIR,
-        env={**RUNTIME_ENVIRONMENT, **template_environment(logical_id)},
+        env=cold_start_environment(logical_id),
         capture_output=True,
         text=True,
         timeout=60,
