@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from infra.project_template import placeholder_environment, project_template
@@ -28,6 +32,22 @@ LAMBDA_RUNTIME_ENVIRONMENT = {
 }
 
 
-def cold_start_environment(function: str) -> dict[str, str]:
-    """The environment a function's handler is imported with at its cold start."""
-    return {**LAMBDA_RUNTIME_ENVIRONMENT, **template_environment(function)}
+def handler_module(logical_id: str) -> str:
+    handler = str(template()["Resources"][logical_id]["Properties"]["Handler"])
+    return handler.rsplit(".", 1)[0]
+
+
+def at_cold_start(script: str, logical_id: str, task_root: Path, *python_flags: str) -> Any:
+    """The JSON `script` prints after it imports (argv[1]) the function's handler module in a
+    fresh interpreter whose working directory plays /var/task, with the function's environment."""
+    finished = subprocess.run(
+        [sys.executable, *python_flags, "-c", script, handler_module(logical_id)],
+        cwd=task_root,
+        env={**LAMBDA_RUNTIME_ENVIRONMENT, **template_environment(logical_id)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    return json.loads(finished.stdout)

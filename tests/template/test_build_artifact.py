@@ -3,7 +3,6 @@ which compiles the artifact to bytecode a read-only /var/task can use as it is."
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import cold_start_environment, template
+from tests.support import at_cold_start, template
 
 FUNCTIONS_DIR = Path(__file__).resolve().parents[2] / "functions"
 # Imports the handler without writing bytecode, as on a read-only /var/task, and names every
@@ -81,16 +80,4 @@ def test_the_artifact_holds_checked_bytecode_for_every_module(artifact: Path) ->
 
 @pytest.mark.parametrize("logical_id", ["SubmitFunction", "GetTaskFunction", "CallbackFunction"])
 def test_a_cold_start_from_the_artifact_compiles_nothing(artifact: Path, logical_id: str) -> None:
-    handler = str(template()["Resources"][logical_id]["Properties"]["Handler"]).rsplit(".", 1)[0]
-    finished = subprocess.run(
-        [sys.executable, "-B", "-c", COMPILED_AT_IMPORT, handler],
-        cwd=artifact,
-        env=cold_start_environment(logical_id),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-    assert finished.returncode == 0, finished.stderr[-2000:]
-    assert json.loads(finished.stdout) == []
+    assert at_cold_start(COMPILED_AT_IMPORT, logical_id, artifact, "-B") == []

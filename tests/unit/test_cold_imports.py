@@ -7,14 +7,11 @@ as Lambda's init does, and reads `sys.modules` after it. The timings are bench/c
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support import cold_start_environment, template
+from tests.support import at_cold_start, handler_module
 
 FUNCTIONS_DIR = Path(__file__).resolve().parents[2] / "functions"
 LOADED_AFTER_IMPORT = (
@@ -85,23 +82,8 @@ NOT_AT_COLD_START: dict[str, frozenset[str]] = {
 }
 
 
-def handler_module(logical_id: str) -> str:
-    handler = str(template()["Resources"][logical_id]["Properties"]["Handler"])
-    return handler.rsplit(".", 1)[0]
-
-
 def modules_after_cold_start(logical_id: str) -> set[str]:
-    finished = subprocess.run(
-        [sys.executable, "-c", LOADED_AFTER_IMPORT, handler_module(logical_id)],
-        cwd=FUNCTIONS_DIR,
-        env=cold_start_environment(logical_id),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert finished.returncode == 0, finished.stderr[-2000:]
-    return set(json.loads(finished.stdout))
+    return set(at_cold_start(LOADED_AFTER_IMPORT, logical_id, FUNCTIONS_DIR))
 
 
 @pytest.mark.parametrize("logical_id", sorted(NOT_AT_COLD_START))
