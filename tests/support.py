@@ -10,6 +10,9 @@ from typing import Any
 
 from infra.project_template import placeholder_environment, project_template
 
+# The one code tree every function deploys (CodeUri), as /var/task holds it.
+FUNCTIONS_DIR = Path(__file__).resolve().parents[1] / "functions"
+
 
 def template() -> dict[str, Any]:
     return project_template()

@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.support import at_cold_start, template
+from tests.support import FUNCTIONS_DIR, at_cold_start, template
 
-FUNCTIONS_DIR = Path(__file__).resolve().parents[2] / "functions"
 # Imports the handler without writing bytecode, as on a read-only /var/task, and names every
 # module under the working directory the import system had to compile from source.
 COMPILED_AT_IMPORT = (

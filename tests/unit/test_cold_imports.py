@@ -7,13 +7,10 @@ as Lambda's init does, and reads `sys.modules` after it. The timings are bench/c
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tests.support import at_cold_start, handler_module
+from tests.support import FUNCTIONS_DIR, at_cold_start, handler_module
 
-FUNCTIONS_DIR = Path(__file__).resolve().parents[2] / "functions"
 LOADED_AFTER_IMPORT = (
     "import importlib, json, sys\n"
     "importlib.import_module(sys.argv[1])\n"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pingback_guard.settings.env import Env
+from pingback_guard.settings.env import Env, report_window_seconds
 from pingback_guard.settings.key_budget import KeyBudgetSettings
-from pingback_guard.settings.worker_tasks import GetTaskSettings, ReportSettings
+from pingback_guard.settings.worker_tasks import GetTaskSettings
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class CompatResultSettings:
         env = Env(environ)
         return cls(
             get_task=GetTaskSettings.from_env(environ),
-            report_window_seconds=ReportSettings.from_env(environ).report_window_seconds,
+            report_window_seconds=report_window_seconds(env),
             worker_keys_table=env.text("WORKER_KEYS_TABLE_NAME"),
             budget=KeyBudgetSettings.from_env(env, "RES_PHP"),
             balance_cache_seconds=env.number("BALANCE_CACHE_SECONDS", 10, 3600),

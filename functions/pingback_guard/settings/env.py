@@ -100,6 +100,11 @@ def retention_seconds(env: Env) -> float:
     return env.number("RETENTION_SECONDS", 10, 86400)
 
 
+def report_window_seconds(env: Env) -> float:
+    """How long after a task's earliest finish a report on it is sent (REPORT_WINDOW_SECONDS)."""
+    return env.number("REPORT_WINDOW_SECONDS", 1, 86400)
+
+
 def expected_solve_seconds(env: Env) -> float:
     """Until solve times are learned, when a result is likely ready."""
     return env.number("EXPECTED_SOLVE_SECONDS", 5, 600)

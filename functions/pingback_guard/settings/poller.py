@@ -19,13 +19,10 @@ from pingback_guard.settings.table import TableSettings
 
 MAX_IDS_PER_RES_REQUEST = 100
 
-
 # botocore's standard retry mode waits up to min(2 ** (retry - 1), 20) s before a retry
 # (https://docs.aws.amazon.com/boto3/latest/guide/retries.html), raised by an
 # x-amz-retry-after header by at most 5 s more (botocore.retries.standard.ExponentialBackoff).
 MAX_RETRY_BACKOFF_SECONDS = 20
-
-
 RETRY_AFTER_EXTRA_SECONDS = 5
 
 

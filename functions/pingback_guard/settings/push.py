@@ -10,8 +10,6 @@ from pingback_guard.settings.table import TableSettings
 
 # API Gateway closes a WebSocket connection after 2 hours at most: a record outliving that is stale.
 DEFAULT_PUSH_CONNECTION_TTL_SECONDS = 7200
-
-
 DEFAULT_PUSH_MAX_CONNECTIONS_PER_OWNER = 100
 
 

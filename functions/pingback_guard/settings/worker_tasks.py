@@ -12,6 +12,7 @@ from pingback_guard.settings.env import (
     admin_principal,
     backoff_max_seconds,
     expected_solve_seconds,
+    report_window_seconds,
     sweep_interval_seconds,
 )
 from pingback_guard.settings.provider import ProviderSettings
@@ -65,5 +66,5 @@ class ReportSettings(WorkerTaskSettings):
         env = Env(environ)
         return cls(
             **cls.common(env),
-            report_window_seconds=env.number("REPORT_WINDOW_SECONDS", 1, 86400),
+            report_window_seconds=report_window_seconds(env),
         )
