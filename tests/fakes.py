@@ -790,16 +790,25 @@ class InMemoryRequestBudgets:
         # Each call is one conditional write in DynamoDB: atomic.
         self._lock = threading.Lock()
 
-    def spend(self, budget_key: str, now: float, limits: RequestLimits) -> bool:
+    def spend(
+        self,
+        budget_key: str,
+        now: float,
+        limits: RequestLimits,
+        units: int = 1,
+        *,
+        second: bool = True,
+    ) -> bool:
         self._maybe_fail()
         with self._lock:
             window = self.windows.setdefault((budget_key, minute_of(now)), {})
-            second = second_counter(now)
-            full = window.get("requests", 0) >= limits.per_minute
-            if full or window.get(second, 0) >= limits.per_second:
+            counter = second_counter(now)
+            full = window.get("requests", 0) + units > limits.per_minute
+            if full or (second and window.get(counter, 0) + units > limits.per_second):
                 return False
-            window["requests"] = window.get("requests", 0) + 1
-            window[second] = window.get(second, 0) + 1
+            window["requests"] = window.get("requests", 0) + units
+            if second:
+                window[counter] = window.get(counter, 0) + units
             return True
 
     def balance(self) -> BalanceReading | None:

@@ -177,7 +177,7 @@ def json_event(document: bytes) -> dict[str, Any]:
 
 def test_a_json_flood_of_members_is_refused_before_it_is_parsed() -> None:
     flood = json.dumps({f"f{i}": "1" for i in range(MAX_FIELDS * 2 + 1)}).encode()
-    with pytest.raises(MalformedRequestError, match="too many fields"):
+    with pytest.raises(MalformedRequestError, match="fields limit"):
         protocol_fields(json_event(flood), LIMIT)
     numbers = json.dumps({f"f{i}": 1 for i in range(MAX_FIELDS + 1)}).encode()
     with pytest.raises(MalformedRequestError, match="fields limit"):

@@ -131,6 +131,15 @@ def test_a_refused_forward_is_raised_for_the_retry() -> None:
         ("https://[::a00:5]/p", False, False),
         ("https://[::]/p", False, False),
         ("https://[64:ff9b::808:808]/p", True, True),
+        # Outside 2000::/3 or special inside it, whatever Python's is_global says (issue 39):
+        # IPv4-translated, SRv6 SIDs, site-local, documentation.
+        ("https://[::ffff:0:127.0.0.1]/p", False, False),
+        ("https://[::ffff:0:a9fe:a9fe]/p", False, False),
+        ("https://[::ffff:0:808:808]/p", False, False),
+        ("https://[5f00::1]/p", False, False),
+        ("https://[fec0::1]/p", False, False),
+        ("https://[3fff::1]/p", False, False),
+        ("https://[100:0:0:1::1]/p", False, False),
         ("https://[fc00::1]/p", False, False),
         ("https://224.0.0.251/p", False, False),
         ("https://255.255.255.255/p", False, False),
@@ -175,6 +184,8 @@ def test_the_sender_gets_the_address_the_name_was_judged_by() -> None:
         ["::ffff:127.0.0.1"],
         ["::ffff:169.254.169.254"],
         ["fd00:ec2::254"],
+        ["::ffff:0:a9fe:a9fe"],
+        ["5f00::1"],
         ["0.0.0.0"],
         # One private address among public ones: which a client reaches is the resolver's choice.
         [WORKER_ADDRESS, "192.168.0.10"],

@@ -32,17 +32,24 @@ BALANCE_ID = "balance"
 SECONDS_PER_MINUTE = 60
 # An item outlives its minute by one more, so a clock a little behind still finds it.
 EXPIRY_MINUTES = 2
-WITHIN_BOTH_WINDOWS = (
-    "(attribute_not_exists(#minute) OR #minute < :per_minute)"
-    " AND (attribute_not_exists(#second) OR #second < :per_second)"
-)
+# Room for the units counted: the count so far at most the limit less them.
+WITHIN_MINUTE = "(attribute_not_exists(#minute) OR #minute <= :minute_room)"
+WITHIN_SECOND = "(attribute_not_exists(#second) OR #second <= :second_room)"
 REFRESH_DUE = "attribute_not_exists(claimed_at) OR claimed_at <= :due"
 
 
 class RequestBudgetStore(Protocol):
-    def spend(self, budget_key: str, now: float, limits: RequestLimits) -> bool:
-        """Count one request of ``budget_key`` in its current second and minute; False (nothing
-        counted) when either window already holds its limit."""
+    def spend(
+        self,
+        budget_key: str,
+        now: float,
+        limits: RequestLimits,
+        units: int = 1,
+        *,
+        second: bool = True,
+    ) -> bool:
+        """Count ``units`` of ``budget_key`` in its current minute and (``second``) second; False
+        (nothing counted) when either window cannot hold them within its limit."""
 
     def balance(self) -> BalanceReading | None:
         """The balance as last read, None before the first read."""
@@ -69,26 +76,39 @@ class DynamoDbRequestBudgets:
         self._client = client
         self._table = table_name
 
-    def spend(self, budget_key: str, now: float, limits: RequestLimits) -> bool:
+    def spend(
+        self,
+        budget_key: str,
+        now: float,
+        limits: RequestLimits,
+        units: int = 1,
+        *,
+        second: bool = True,
+    ) -> bool:
+        if units > limits.per_minute or (second and units > limits.per_second):
+            return False  # more than a whole window holds: no write can admit it
         minute = minute_of(now)
+        names = {"#minute": "requests"}
+        counted: dict[str, Any] = {
+            ":units": {"N": str(units)},
+            ":minute_room": {"N": str(limits.per_minute - units)},
+            ":expires": {"N": str((minute + EXPIRY_MINUTES) * SECONDS_PER_MINUTE)},
+        }
+        update, condition = "SET expires_at = :expires ADD #minute :units", WITHIN_MINUTE
+        if second:
+            names["#second"] = second_counter(now)
+            counted[":second_room"] = {"N": str(limits.per_second - units)}
+            update, condition = f"{update}, #second :units", f"{condition} AND {WITHIN_SECOND}"
         try:
             dynamodb_call(
                 "UpdateItem",
                 self._client.update_item,
                 TableName=self._table,
                 Key=_key(f"{BUDGET_PREFIX}{budget_key}#{minute}"),
-                UpdateExpression="SET expires_at = :expires ADD #minute :one, #second :one",
-                ConditionExpression=WITHIN_BOTH_WINDOWS,
-                ExpressionAttributeNames={
-                    "#minute": "requests",
-                    "#second": second_counter(now),
-                },
-                ExpressionAttributeValues={
-                    ":one": {"N": "1"},
-                    ":per_minute": {"N": str(limits.per_minute)},
-                    ":per_second": {"N": str(limits.per_second)},
-                    ":expires": {"N": str((minute + EXPIRY_MINUTES) * SECONDS_PER_MINUTE)},
-                },
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=counted,
             )
         except ConditionRefused:
             return False

@@ -13,8 +13,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pingback_guard import aws_clients
 from pingback_guard.data.worker_keys import DynamoDbWorkerKeys
 from pingback_guard.handlers.protocol import (
+    FieldsRead,
     MalformedRequestError,
-    protocol_fields,
+    protocol_pairs,
     protocol_response,
 )
 from pingback_guard.handlers.read_through import record_read_through
@@ -51,12 +52,14 @@ service = CompatResults(
 
 @instrumented
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    # Read as the answer takes them: the key is checked (and charged) where it is read, so an
+    # unknown key in the query string never has its body read.
+    fields = FieldsRead(protocol_pairs(event, MAX_BODY_BYTES))
     try:
-        fields = protocol_fields(event, MAX_BODY_BYTES)
+        outcome = service.answer(fields)
     except MalformedRequestError as error:
         logger.warning("res.php request unreadable", extra={"reason": str(error)})
         return protocol_response(ProtocolAnswer.error(BAD_PARAMETERS), as_json=False)
-    outcome = service.answer(fields)
     metrics.add_metric(name=outcome.event.value, unit=MetricUnit.Count, value=1)
     for task_id, found in outcome.lookups:
         record_read_through(task_id, found)
@@ -64,4 +67,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         logger.warning(
             "res.php refused", extra={"answer": outcome.answer.request, "key_id": outcome.key_id}
         )
-    return protocol_response(outcome.answer, wants_json(fields))
+    return protocol_response(outcome.answer, wants_json(fields.seen))

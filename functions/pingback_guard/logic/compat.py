@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -112,6 +112,32 @@ def admitted_owner(keys: WorkerKeys, budget: KeyBudget, fields: Mapping[str, str
     if isinstance(owner, Outcome):
         return owner
     return within_budget(budget, fields["key"], owner)
+
+
+def admitted_fields(
+    keys: WorkerKeys, budget: KeyBudget, pairs: Iterable[tuple[str, str]]
+) -> tuple[str, dict[str, str]] | Outcome:
+    """The owner of the request's key and every field, or the answer that refuses it, given as
+    soon as it is known: nothing after it is read. The first ``key`` read is checked and charged
+    to its budget where it is read (one lookup and one budget write per request, however many
+    keys follow); a second, different key refuses the request (PHP would answer for the last
+    one, so a request must not be admitted under one key and read as another's). A request with
+    no key is read whole, then refused as keyless."""
+    fields: dict[str, str] = {}
+    owner: str | None = None
+    for name, value in pairs:
+        if name == "key":
+            if owner is None:
+                admitted = admitted_owner(keys, budget, {"key": value})
+                if isinstance(admitted, Outcome):
+                    return admitted
+                owner = admitted
+            elif value != fields["key"]:
+                return Outcome(ProtocolAnswer.error(KeyRefusal.MALFORMED.value), Event.KEY_REFUSED)
+        fields[name] = value
+    if owner is None:
+        return Outcome(ProtocolAnswer.error(KeyRefusal.MALFORMED.value), Event.KEY_REFUSED)
+    return owner, fields
 
 
 def within_budget(budget: KeyBudget, key: str, owner: str) -> str | Outcome:

@@ -5,7 +5,7 @@ logic/compat.py)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from pingback_guard.domain.errors import (
     PingbackGuardError,
@@ -13,7 +13,13 @@ from pingback_guard.domain.errors import (
     ProviderRejectedError,
     StoreError,
 )
-from pingback_guard.domain.task import ReportClaim, ReportVerdict, normalise_task_id
+from pingback_guard.domain.task import (
+    TASK_ID_PATTERN,
+    ReportClaim,
+    ReportVerdict,
+    normalise_task_id,
+)
+from pingback_guard.domain.worker_keys import digest_of
 from pingback_guard.logic.compat import (
     BAD_PARAMETERS,
     EMPTY_ACTION,
@@ -23,7 +29,7 @@ from pingback_guard.logic.compat import (
     Event,
     Outcome,
     ProtocolAnswer,
-    admitted_owner,
+    admitted_fields,
     provider_code_of,
 )
 from pingback_guard.logic.forwarding import protocol_word
@@ -62,10 +68,14 @@ class CompatResults:
         self._clock = clock
         self._budget = budget
 
-    def answer(self, fields: Mapping[str, str]) -> Outcome:
-        owner = admitted_owner(self._keys, self._budget, fields)
-        if isinstance(owner, Outcome):
-            return owner
+    def answer(self, fields: Mapping[str, str] | Iterable[tuple[str, str]]) -> Outcome:
+        """``fields`` may be read lazily (pairs, the handler's parser): the key is checked and
+        charged as soon as it is read, before the rest of the request is."""
+        pairs = fields.items() if isinstance(fields, Mapping) else fields
+        admitted = admitted_fields(self._keys, self._budget, pairs)
+        if isinstance(admitted, Outcome):
+            return admitted
+        owner, fields = admitted
         action = fields.get("action", "")
         try:
             if action == "get":
@@ -82,17 +92,28 @@ class CompatResults:
 
     def _get(self, fields: Mapping[str, str], owner: str) -> Outcome:
         if "ids" in fields:
-            raw_ids = fields["ids"].split(",")
-            if not fields["ids"] or len(raw_ids) > MAX_IDS:
-                return Outcome(ProtocolAnswer.error(BAD_PARAMETERS), Event.ANSWERED)
-            lookups: list[tuple[str, Lookup]] = []
-            parts = [self._describe(raw.strip(), owner, lookups)[1] for raw in raw_ids]
-            joined = "|".join(parts)
-            return Outcome(ProtocolAnswer.ok(joined), Event.ANSWERED, lookups=lookups)
-        lookups = []
+            return self._get_ids(fields["ids"], fields["key"], owner)
+        lookups: list[tuple[str, Lookup]] = []
         solved, text = self._describe(fields.get("id", ""), owner, lookups)
         answer = ProtocolAnswer.ok(text, f"OK|{text}") if solved else ProtocolAnswer.error(text)
         return Outcome(answer, Event.ANSWERED, lookups=lookups)
+
+    def _get_ids(self, ids: str, key: str, owner: str) -> Outcome:
+        """One part per id asked, in order; each distinct id is read once and counted in the
+        key's budget as a read (the request itself paid for the first)."""
+        raw_ids = [raw.strip() for raw in ids.split(",", MAX_IDS)]
+        if not ids or len(raw_ids) > MAX_IDS:
+            return Outcome(ProtocolAnswer.error(BAD_PARAMETERS), Event.ANSWERED)
+        distinct = list(dict.fromkeys(raw_ids))
+        readable = sum(1 for raw in distinct if TASK_ID_PATTERN.fullmatch(raw))
+        key_id = digest_of(key).key_id
+        if not self._budget.admits_reads(key_id, readable - 1):
+            refusal = ProtocolAnswer.error(self._budget.refusal)
+            return Outcome(refusal, Event.OVER_BUDGET, key_id=key_id)
+        lookups: list[tuple[str, Lookup]] = []
+        described = {raw: self._describe(raw, owner, lookups)[1] for raw in distinct}
+        joined = "|".join(described[raw] for raw in raw_ids)
+        return Outcome(ProtocolAnswer.ok(joined), Event.ANSWERED, lookups=lookups)
 
     def _describe(
         self, raw_id: str, owner: str, lookups: list[tuple[str, Lookup]]

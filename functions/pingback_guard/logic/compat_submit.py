@@ -19,9 +19,8 @@ from pingback_guard.logic.compat import (
     Event,
     Outcome,
     ProtocolAnswer,
-    key_owner,
+    admitted_fields,
     provider_code_of,
-    within_budget,
 )
 from pingback_guard.logic.forwarding import is_forwardable_url
 from pingback_guard.logic.request_budgets import KeyBudget
@@ -106,15 +105,13 @@ class CompatSubmit:
         fields: Mapping[str, str] | Iterable[tuple[str, str]],
         issue_pingback: Callable[[], IssuedPingback],
     ) -> Outcome:
-        """``fields`` may be read lazily (pairs, the handler's parser): the key is checked as soon
-        as it is read, and a refused one stops the reading there."""
-        keyed = _keyed_fields(self._keys, fields.items() if isinstance(fields, Mapping) else fields)
-        if isinstance(keyed, Outcome):
-            return keyed
-        owner, read = keyed
-        admitted = within_budget(self._budget, read["key"], owner)
+        """``fields`` may be read lazily (pairs, the handler's parser): the key is checked and
+        charged as soon as it is read, and a refused one stops the reading there."""
+        pairs = fields.items() if isinstance(fields, Mapping) else fields
+        admitted = admitted_fields(self._keys, self._budget, pairs)
         if isinstance(admitted, Outcome):
             return admitted
+        owner, read = admitted
         try:
             forward_url = forward_url_of(read, allow_loopback=self._allow_loopback)
             request = self._parse(
@@ -129,25 +126,6 @@ class CompatSubmit:
         return Outcome(
             ProtocolAnswer.ok(task.task_id, f"OK|{task.task_id}"), Event.SUBMITTED, task.task_id
         )
-
-
-def _keyed_fields(
-    keys: WorkerKeys, pairs: Iterable[tuple[str, str]]
-) -> tuple[str, dict[str, str]] | Outcome:
-    """The key's owner and every field, or the answer for a key that speaks for nobody, given as
-    soon as that key is read: nothing after it is read. A repeated name keeps its last value
-    (PHP's form), so each new key value read is checked."""
-    fields: dict[str, str] = {}
-    owner: str | Outcome | None = None
-    for name, value in pairs:
-        if name == "key" and (owner is None or value != fields["key"]):
-            owner = key_owner(keys, {"key": value})
-            if isinstance(owner, Outcome):
-                return owner
-        fields[name] = value
-    if owner is None:
-        owner = key_owner(keys, fields)
-    return owner if isinstance(owner, Outcome) else (owner, fields)
 
 
 def _submit_failure(error: PingbackGuardError) -> Outcome:

@@ -33,8 +33,15 @@ PROVIDER_CODE = re.compile(r"ERROR_[A-Z_]{1,60}")
 # is_global calls the NAT64 ones global whatever IPv4 address they carry (IANA lists the prefix
 # as globally reachable), and the IPv4-compatible ones too before 3.12.4 (this venv: 3.12.1).
 IPV4_CARRIERS = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("::/96"))
-# RFC 8215's local-use NAT64 prefix: this network's own translator, never the public internet.
-LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+# Any other IPv6 address is called only inside 2000::/3, the one block IANA allocates as global
+# unicast (https://www.iana.org/assignments/ipv6-address-space; RFC 4291, 2.4): the rest is
+# reserved, local or special whatever this Python's is_global says of it, e.g. RFC 2765's
+# IPv4-translated ::ffff:0:0:0/96, RFC 8215's local-use NAT64 64:ff9b:1::/48, RFC 9602's SRv6
+# SIDs 5f00::/16, RFC 3879's deprecated site-local fec0::/10.
+GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
+# Within it, special-purpose blocks (https://www.iana.org/assignments/iana-ipv6-special-registry)
+# that this venv's Python (3.12.1) still calls global: RFC 9637's documentation prefix.
+NOT_GLOBAL_UNICAST = (ipaddress.IPv6Network("3fff::/20"),)
 
 
 def is_forwardable_url(url: str, *, allow_loopback: bool) -> bool:
@@ -72,7 +79,11 @@ def is_allowed_address(address: IpAddress, *, allow_loopback: bool) -> bool:
     reached = _unwrapped(address)
     if reached.is_loopback:
         return allow_loopback
-    return reached.is_global and not reached.is_multicast and reached not in LOCAL_NAT64
+    if isinstance(reached, ipaddress.IPv6Address) and (
+        reached not in GLOBAL_UNICAST or any(reached in block for block in NOT_GLOBAL_UNICAST)
+    ):
+        return False
+    return reached.is_global and not reached.is_multicast
 
 
 def is_allowed_target(scheme: str, addresses: Sequence[IpAddress], *, allow_loopback: bool) -> bool:

@@ -57,6 +57,21 @@ class KeyBudget:
         StoreError is the caller's to answer."""
         return self._store.spend(f"{self._endpoint.value}#{key_id}", self._clock(), self._limits)
 
+    def admits_reads(self, key_id: str, reads: int) -> bool:
+        """Count ``reads`` more task reads of a request already admitted (res.php's ``ids=``)
+        in ``key_id``'s minute, where each costs what one request does; its second counts the
+        request once, as it already has. False (nothing counted) when the minute cannot hold
+        them."""
+        if reads <= 0:
+            return True
+        return self._store.spend(
+            f"{self._endpoint.value}#{key_id}",
+            self._clock(),
+            self._limits,
+            units=reads,
+            second=False,
+        )
+
 
 class BalanceSource(Protocol):
     def balance(self) -> float: ...
