@@ -252,6 +252,30 @@ class TestReportAndBalance:
         client.report("42", good=False)
         assert transport.fields(0)["action"] == "reportbad"
 
+    @pytest.mark.parametrize(
+        "answer",
+        [
+            reply("busy", 503),
+            reply("slow down", 429),
+            requests.ReadTimeout("read timed out"),
+            reply({"status": 0, "request": "ERROR_DUPLICATE_REPORT"}),
+        ],
+    )
+    def test_a_report_is_one_request_and_says_it_may_have_arrived(self, answer: Answer) -> None:
+        # A retry (three attempts before issue 39) sent one task's report up to three times.
+        client, transport = client_with([answer, reply({"status": 1, "request": "OK"})] * 2)
+        with pytest.raises(ProviderRetryableError) as raised:
+            client.report("42", good=False)
+        assert len(transport.sent) == 1
+        assert raised.value.code or raised.value.resend_is_safe is False
+
+    def test_a_report_that_could_not_connect_says_it_never_left(self) -> None:
+        refused = requests.ConnectionError("NewConnectionError: Connection refused")
+        client, transport = client_with([refused, reply({"status": 1, "request": "OK"})])
+        with pytest.raises(ProviderRetryableError) as raised:
+            client.report("42", good=True)
+        assert raised.value.resend_is_safe is True and len(transport.sent) == 1
+
     def test_balance(self) -> None:
         client, _ = client_with([reply({"status": 1, "request": "12.345"})])
         assert client.balance() == pytest.approx(12.345)

@@ -1,4 +1,4 @@
-"""Reports: once per solved task, inside the window, and never recorded when not sent."""
+"""Reports: once per solved task ever, inside the window, and never recorded when not sent."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ from typing import Any
 import pytest
 
 from pingback_guard.domain.errors import (
+    ProviderAccountError,
+    ProviderError,
     ProviderRejectedError,
     ProviderRetryableError,
+    SecretUnavailableError,
     StoreError,
 )
 from pingback_guard.domain.task import (
@@ -134,11 +137,11 @@ def test_the_window_counts_from_the_earliest_finish() -> None:
 @pytest.mark.parametrize(
     "failure",
     [
-        lambda: ProviderRetryableError("res.php: HTTP 502"),
-        lambda: ProviderRejectedError("res.php reportbad: ERROR_WRONG_CAPTCHA_ID"),
+        lambda: ProviderRetryableError("res.php: connection failed", resend_is_safe=True),
+        lambda: SecretUnavailableError("provider API key unreadable"),
     ],
 )
-def test_a_report_the_provider_did_not_take_is_released(failure: Any) -> None:
+def test_a_report_that_never_left_is_released_and_may_be_tried_again(failure: Any) -> None:
     store, provider = solved_store(), FakeProvider(report_failure=failure)
     reports, clock = service(store, provider)
     with pytest.raises(type(failure())):
@@ -151,9 +154,50 @@ def test_a_report_the_provider_did_not_take_is_released(failure: Any) -> None:
     assert provider.reports == [(TASK, False)]
 
 
+@pytest.mark.parametrize(
+    ("failure", "code"),
+    [
+        # 2captcha's refusals of a report (https://2captcha.com/h/how-to-submit-reports): not
+        # in the stack's table of codes, so the client raises them as retryable.
+        (
+            lambda: ProviderRetryableError("r", code="ERROR_REPORT_NOT_RECORDED"),
+            "ERROR_REPORT_NOT_RECORDED",
+        ),
+        (
+            lambda: ProviderRetryableError("r", code="ERROR_DUPLICATE_REPORT"),
+            "ERROR_DUPLICATE_REPORT",
+        ),
+        (
+            lambda: ProviderRejectedError("r", code="ERROR_WRONG_CAPTCHA_ID"),
+            "ERROR_WRONG_CAPTCHA_ID",
+        ),
+        (lambda: ProviderAccountError("r", code="ERROR_ZERO_BALANCE"), "ERROR_ZERO_BALANCE"),
+        # Reached the provider with no answer to read: HTTP 429 or 5xx, a timeout after sending.
+        (
+            lambda: ProviderRetryableError("res.php: HTTP 429", resend_is_safe=False),
+            "ERROR_REPORT_NOT_RECORDED",
+        ),
+        (lambda: ProviderRetryableError("r", code="ERROR: 1005"), "ERROR_REPORT_NOT_RECORDED"),
+    ],
+)
+def test_a_report_that_reached_the_provider_is_final_with_its_code(failure: Any, code: str) -> None:
+    store, provider = solved_store(), FakeProvider(report_failure=failure)
+    reports, clock = service(store, provider)
+    with pytest.raises(ProviderError) as raised:
+        reports.report(TASK, ReportVerdict.BAD, WORKER)
+    assert raised.value.code == code
+    assert not isinstance(raised.value, ProviderRetryableError)
+    provider.report_failure = None
+    for _ in range(3):
+        clock.now += REPORT_LEASE_SECONDS + 1
+        assert reports.report(TASK, ReportVerdict.BAD, WORKER) is ReportClaim.ALREADY_REPORTED
+    assert provider.reports == []
+    assert store.report_leases == {}
+
+
 def test_when_even_the_release_fails_the_lease_lapses_and_a_retry_works() -> None:
     store = solved_store()
-    provider = FakeProvider(report_failure=lambda: ProviderRetryableError("res.php: timeout"))
+    provider = FakeProvider(report_failure=lambda: ProviderRetryableError("res.php: no connection"))
     reports, clock = service(store, provider)
     original_release = store.release_report
 

@@ -26,6 +26,7 @@ from pingback_guard.logic.compat_submit import CompatSubmit
 from pingback_guard.logic.request_budgets import Endpoint
 from pingback_guard.logic.worker_keys import WorkerKeys
 from pingback_guard.observability import instrumented, logger, metrics
+from pingback_guard.provider.configured_client import single_attempt_client
 from pingback_guard.settings.compat_submit import CompatSubmitSettings
 
 settings = CompatSubmitSettings.from_env(os.environ)
@@ -33,7 +34,11 @@ pingbacks = PingbackIssuer(settings.submit.pingbacks)
 dynamodb = aws_clients.dynamodb_client()
 service = CompatSubmit(
     WorkerKeys(DynamoDbWorkerKeys(dynamodb, settings.worker_keys_table)),
-    submit_service(settings.submit, pingbacks, dynamodb),
+    # One provider request per in.php request: the key's budget counts provider requests, and
+    # the worker's client retries (a 503 ERROR_NO_SLOT_AVAILABLE) within it.
+    submit_service(
+        settings.submit, pingbacks, dynamodb, single_attempt_client(settings.submit.provider)
+    ),
     budget=key_budget(settings.budget, Endpoint.IN_PHP, dynamodb),
     allow_loopback_pingbacks=settings.allow_loopback_pingbacks,
 )

@@ -96,7 +96,8 @@ def _parse(request: Mapping[str, Any]) -> tuple[str, ReportVerdict]:
 
 
 def _unavailable(error: PingbackGuardError) -> dict[str, Any]:
-    """Nothing stays claimed: the worker may try again."""
+    """A provider refusal or account error is final (the report reached the provider and stays
+    claimed: logic/report.py); otherwise nothing stays claimed and the worker may try again."""
     if isinstance(error, StoreError):
         logger.error("report not recorded", extra={"reason": str(error)})
         return error_response(503, ApiError.STORE_UNAVAILABLE, "try again")
@@ -107,5 +108,5 @@ def _unavailable(error: PingbackGuardError) -> dict[str, Any]:
     if isinstance(error, ProviderAccountError):
         metrics.add_metric(name="ProviderAccountError", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="ReportFailed", unit=MetricUnit.Count, value=1)
-    logger.error("report not sent; claim released", extra={"reason": str(error)})
+    logger.error("report not sent", extra={"reason": str(error)})
     return error_response(503, ApiError.PROVIDER_UNAVAILABLE, "try again")

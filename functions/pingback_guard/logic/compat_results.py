@@ -139,7 +139,11 @@ class CompatResults:
         try:
             claim = self._reports.report(task_id, verdict, owner)
         except ProviderRejectedError as error:
+            # Final: the report reached the provider, and is never sent again (logic/report.py).
             return Outcome(ProtocolAnswer.error(provider_code_of(error)), Event.ANSWERED, task_id)
+        except ProviderAccountError as error:
+            code = ProtocolAnswer.error(provider_code_of(error))
+            return Outcome(code, Event.ACCOUNT_ERROR, task_id)
         except PingbackGuardError:
             return Outcome(UNAVAILABLE, Event.PROVIDER_UNAVAILABLE, task_id)
         if claim is not ReportClaim.CLAIMED:

@@ -3,10 +3,11 @@
 Every call has one overall deadline (a slow-dripping server cannot stretch it read by read), a cap
 on the answer's bytes, and never follows a redirect (it would re-send the key elsewhere). Only
 requests that cannot create a second task are retried: in.php when the connection was never made
-or the provider said it had no free slot, report/balance reads. A res.php ``get`` is exactly one
-HTTP request and never retried here: the poller budgets every request it makes, and its next sweep
-is the retry. The API key goes in form bodies and query strings only, never in a message: errors
-from requests carry the URL (and so the key), so they are replaced, not chained.
+or the provider said it had no free slot, balance reads. A res.php ``get`` is exactly one HTTP
+request and never retried here: the poller budgets every request it makes, and its next sweep is
+the retry. A report is one HTTP request, never retried: it is the task's one report. The API key
+goes in form bodies and query strings only, never in a message: errors from requests carry the
+URL (and so the key), so they are replaced, not chained.
 """
 
 from __future__ import annotations
@@ -119,8 +120,11 @@ class CaptchaAiClient:
         return self._get_batch(task_ids)
 
     def report(self, task_id: str, *, good: bool) -> None:
+        """One request: an error's ``resend_is_safe`` is True only when it surely never reached
+        the provider (no connection made), and a provider answer other than OK carries its code."""
         action = "reportgood" if good else "reportbad"
-        status, answer = self._read({"action": action, "id": task_id})
+        query = {"key": self._api_key(), "json": "1", "action": action, "id": task_id}
+        status, answer = self._exchange("GET", "res.php", query, at_most_once=True)
         if status != 1:
             _raise_for(classify(str(answer)), f"res.php {action}")
 
@@ -182,12 +186,15 @@ class CaptchaAiClient:
         endpoint: str,
         fields: dict[str, str],
         files: dict[str, tuple[str, bytes]] | None = None,
+        *,
+        at_most_once: bool = False,
     ) -> tuple[int, Any]:
         """One HTTP request; returns (status, request) of the provider's JSON answer.
 
-        A GET is always safe to resend; a POST only when it surely never reached the provider.
+        A GET is safe to resend; a POST, or a request ``at_most_once`` (a report), only when it
+        surely never reached the provider (for the latter, an HTTP error answer reached it too).
         """
-        idempotent = method == "GET"
+        idempotent = method == "GET" and not at_most_once
         url = f"{self._base_url}/{endpoint}"
         body, query = (fields, None) if method == "POST" else (None, fields)
         deadline = time.monotonic() + self._call_deadline
@@ -215,7 +222,9 @@ class CaptchaAiClient:
             ) from None
         try:
             if response.status_code >= 500 or response.status_code == 429:
-                raise ProviderRetryableError(f"{endpoint}: HTTP {response.status_code}")
+                raise ProviderRetryableError(
+                    f"{endpoint}: HTTP {response.status_code}", resend_is_safe=not at_most_once
+                )
             if 300 <= response.status_code < 400:
                 # A redirect would re-send the key and the pingback URL to another host.
                 status = response.status_code

@@ -18,7 +18,6 @@ from pingback_guard.observability import (
     count_provisional_discarded,
     count_registration_replaced,
 )
-from pingback_guard.provider.configured_client import captchaai_client
 from pingback_guard.queue.dead_letter import SqsDeadLetterQueue
 from pingback_guard.settings.submit import SubmitSettings
 from pingback_guard.wake.poller import LambdaPollerWaker
@@ -26,13 +25,18 @@ from pingback_guard.wake.poller import LambdaPollerWaker
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
+    from pingback_guard.provider.client import ProviderClient
+
 
 def submit_service(
-    settings: SubmitSettings, pingbacks: PingbackIssuer, dynamodb: DynamoDBClient
+    settings: SubmitSettings,
+    pingbacks: PingbackIssuer,
+    dynamodb: DynamoDBClient,
+    provider: ProviderClient,
 ) -> SubmitService:
     return SubmitService(
         DynamoDbTaskStore(dynamodb, settings.table),
-        captchaai_client(settings.provider),
+        provider,
         SqsDeadLetterQueue(aws_clients.sqs_client_on_first_use(), settings.dead_letter_queue_url),
         pingbacks.pending,
         on_provisional_discarded=count_provisional_discarded,
