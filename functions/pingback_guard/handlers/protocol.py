@@ -98,6 +98,8 @@ def protocol_pairs(event: Mapping[str, Any], max_body_bytes: int) -> Iterator[tu
     for count, pair in enumerate(chain(query, _body_pairs(event, max_body_bytes)), start=1):
         if count > MAX_FIELDS:
             raise MalformedRequestError("too many fields")
+        if len(pair[1]) > MAX_FIELD_BYTES:
+            raise MalformedRequestError(f"a field is over {MAX_FIELD_BYTES} bytes")
         yield pair
 
 
