@@ -23,6 +23,9 @@ from bench.fresh_stack import KEY as FRESH_STACK
 from bench.fresh_stack import TITLE as FRESH_STACK_TITLE
 from bench.fresh_stack import measure_fresh_stack
 from bench.freshness import measure_freshness
+from bench.hostile_input import SECTION as HOSTILE_INPUT
+from bench.hostile_input import TITLE as HOSTILE_INPUT_TITLE
+from bench.hostile_input import measure_hostile_input
 from bench.kind_freshness import KEY as KINDS
 from bench.kind_freshness import TITLE as KINDS_TITLE
 from bench.kind_freshness import measure_kind_freshness
@@ -69,6 +72,7 @@ def sections() -> list[Section]:
         (FRESH_STACK, FRESH_STACK_TITLE, measure_fresh_stack),
         (KINDS, KINDS_TITLE, measure_kind_freshness),
         (SCALE, SCALE_TITLE, measure_scale),
+        (HOSTILE_INPUT, HOSTILE_INPUT_TITLE, measure_hostile_input),
     ]
 
 

@@ -13,6 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pingback_guard import aws_clients
 from pingback_guard.data.worker_keys import DynamoDbWorkerKeys
 from pingback_guard.handlers.protocol import (
+    MAX_RESULT_BODY_BYTES,
     FieldsRead,
     MalformedRequestError,
     protocol_pairs,
@@ -28,8 +29,6 @@ from pingback_guard.logic.worker_keys import WorkerKeys
 from pingback_guard.observability import instrumented, logger, metrics
 from pingback_guard.provider.configured_client import ProviderOnFirstUse, captchaai_client
 from pingback_guard.settings.compat_result import CompatResultSettings
-
-MAX_BODY_BYTES = 64 * 1024
 
 settings = CompatResultSettings.from_env(os.environ)
 reads = settings.get_task
@@ -54,7 +53,7 @@ service = CompatResults(
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # Read as the answer takes them: the key is checked (and charged) where it is read, so an
     # unknown key in the query string never has its body read.
-    fields = FieldsRead(protocol_pairs(event, MAX_BODY_BYTES))
+    fields = FieldsRead(protocol_pairs(event, MAX_RESULT_BODY_BYTES))
     try:
         outcome = service.answer(fields)
     except MalformedRequestError as error:
