@@ -101,12 +101,12 @@ def _unavailable(error: PingbackGuardError) -> dict[str, Any]:
     if isinstance(error, StoreError):
         logger.error("report not recorded", extra={"reason": str(error)})
         return error_response(503, ApiError.STORE_UNAVAILABLE, "try again")
-    if isinstance(error, ProviderRejectedError):
+    if isinstance(error, ProviderAccountError):
+        metrics.add_metric(name="ProviderAccountError", unit=MetricUnit.Count, value=1)
+    if isinstance(error, ProviderRejectedError | ProviderAccountError):
         metrics.add_metric(name="ReportRejected", unit=MetricUnit.Count, value=1)
         logger.warning("provider refused the report", extra={"reason": str(error)})
         return error_response(502, ApiError.PROVIDER_REJECTED, str(error))
-    if isinstance(error, ProviderAccountError):
-        metrics.add_metric(name="ProviderAccountError", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="ReportFailed", unit=MetricUnit.Count, value=1)
     logger.error("report not sent", extra={"reason": str(error)})
     return error_response(503, ApiError.PROVIDER_UNAVAILABLE, "try again")
