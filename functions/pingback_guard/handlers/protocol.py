@@ -7,7 +7,7 @@ a refused key never pays for the rest of the body, and no body makes more than M
 them (a multipart body is parsed by python-multipart as it is fed, never built whole first).
 Every step is linear in the body's size and runs in C where it can (one anchored match for a
 JSON body's shape, str/bytes methods and a codec for percent-decoding): no request costs more
-than reading it once (bench/compat_refusals.py prints the worst bodies found).
+than reading it once (bench/hostile_input.py prints the worst bodies found).
 """
 
 from __future__ import annotations
