@@ -71,6 +71,19 @@ def test_a_minute_holds_its_limit_and_refusals_count_nothing(store: RequestBudge
     assert store.spend(KEY, MINUTE + 60, LIMITS)
 
 
+def test_reads_count_in_the_minute_only_and_all_or_nothing(store: RequestBudgetStore) -> None:
+    # res.php's ids=: a request admitted in its second and minute, then its further reads.
+    wide = RequestLimits(per_second=2, per_minute=10)
+    assert store.spend(KEY, MINUTE, wide)
+    assert store.spend(KEY, MINUTE, wide, units=6, second=False)
+    assert not store.spend(KEY, MINUTE + 1, wide, units=4, second=False)  # 7 + 4 > 10
+    assert store.spend(KEY, MINUTE + 1, wide, units=3, second=False)
+    assert not store.spend(KEY, MINUTE + 2, wide)
+    # The second counted the request alone: another key's second is untouched by reads.
+    assert not store.spend(OTHER_KEY, MINUTE, wide, units=11, second=False)
+    assert [store.spend(OTHER_KEY, MINUTE, wide) for _ in range(3)] == [True, True, False]
+
+
 def test_keys_are_counted_apart(store: RequestBudgetStore) -> None:
     for second in range(3):
         store.spend(KEY, MINUTE + second, LIMITS)
