@@ -38,7 +38,6 @@ class TemplateFacts:
     result_ttl_days: int
     poll_rate_minutes: int
     due_shards: int
-    metrics_namespace: str
     alarm_metrics: int
     alarms: int
     dashboards: int
@@ -54,14 +53,14 @@ class TemplateFacts:
 
 def template_facts(template: Mapping[str, Any]) -> TemplateFacts:
     resources: Mapping[str, Any] = template["Resources"]
-    namespace = str(global_variables(template)["POWERTOOLS_METRICS_NAMESPACE"])
+    # The stack's own namespace, as the template writes it (a Fn::Sub of the stack name).
+    namespace = global_variables(template)["POWERTOOLS_METRICS_NAMESPACE"]
     alarms = [r["Properties"] for r in resources.values() if r["Type"] == ALARM_TYPE]
     return TemplateFacts(
         memory_mb=int(template["Globals"]["Function"]["MemorySize"]),
         result_ttl_days=int(parameter_default(template, "ResultTtlDays")),
         poll_rate_minutes=int(parameter_default(template, "PollRateMinutes")),
         due_shards=int(parameter_default(template, "DueShards")),
-        metrics_namespace=namespace,
         alarm_metrics=sum(metrics_in_alarm(alarm) for alarm in alarms),
         alarms=len(alarms),
         dashboards=_count_of_type(resources, DASHBOARD_TYPE),
@@ -94,7 +93,7 @@ def _count_of_type(resources: Mapping[str, Any], resource_type: str) -> int:
     return sum(1 for resource in resources.values() if resource["Type"] == resource_type)
 
 
-def _alarm_metric_names(alarms: list[Mapping[str, Any]], namespace: str) -> set[str]:
+def _alarm_metric_names(alarms: list[Mapping[str, Any]], namespace: Any) -> set[str]:
     names = {str(a["MetricName"]) for a in alarms if a.get("Namespace") == namespace}
     for alarm in alarms:
         for query in alarm.get("Metrics", []):
@@ -104,15 +103,19 @@ def _alarm_metric_names(alarms: list[Mapping[str, Any]], namespace: str) -> set[
     return names
 
 
-def _dashboard_metric_names(resources: Mapping[str, Any], namespace: str) -> set[str]:
+_NAMESPACE_MARK = "stack-namespace"
+
+
+def _dashboard_metric_names(resources: Mapping[str, Any], namespace: Any) -> set[str]:
     names: set[str] = set()
     for resource in resources.values():
         if resource["Type"] != DASHBOARD_TYPE:
             continue
         body, variables = _sub_parts(resource["Properties"]["DashboardBody"])
         for placeholder, replacement in variables.items():
-            body = body.replace("${" + placeholder + "}", str(replacement))
-        names.update(re.findall(rf'\["{re.escape(namespace)}",\s*"(\w+)"', body))
+            written = _NAMESPACE_MARK if replacement == namespace else str(replacement)
+            body = body.replace("${" + placeholder + "}", written)
+        names.update(re.findall(rf'\["{_NAMESPACE_MARK}",\s*"(\w+)"', body))
     return names
 
 

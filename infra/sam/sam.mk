@@ -19,8 +19,8 @@ SAM_BUILD_DIR := .aws-sam/build
 # The template after AWS::LanguageExtensions and the SAM transform, as CloudFormation receives it.
 TRANSFORMED_TEMPLATE := .aws-sam/transformed-template.json
 
-.PHONY: sam-venv template-check cfn-lint cfn-lint-transformed sam-validate sam-build sam-events \
-	sam-local-events
+.PHONY: sam-venv template-check cfn-lint cfn-lint-transformed loop-identifiers sam-validate sam-build \
+	sam-events sam-local-events
 
 $(SAM_STAMP):
 	@test -n "$(SAM_PYTHON)" || { echo "python3.12 not found (the Lambda runtime's version)"; exit 1; }
@@ -42,6 +42,11 @@ cfn-lint-transformed: $(STAMP)
 	$(PY) -m infra.sam.transformed_template $(TRANSFORMED_TEMPLATE)
 	$(VENV)/bin/cfn-lint --ignore-checks W7001 -- $(TRANSFORMED_TEMPLATE)
 
+# A Fn::ForEach identifier in a plain string stays as typed on AWS (only keys, Fn::Sub and Ref get
+# the element): refused here, since the twin's expansion, like AWS's, would deploy it silently.
+loop-identifiers: $(STAMP)
+	$(PY) -m infra.sam.loop_identifiers $(SAM_TEMPLATE)
+
 sam-validate: $(SAM_STAMP)
 	$(SAM_ENV) $(SAM) validate --lint --template-file $(SAM_TEMPLATE)
 
@@ -49,8 +54,8 @@ sam-build: $(SAM_STAMP)
 	$(SAM_ENV) $(SAM) build --template-file $(SAM_TEMPLATE) --build-dir $(SAM_BUILD_DIR)
 
 # The whole template gate run by `make test`: both linters clean on the SAM template, cfn-lint
-# clean on the transformed one, and the artifact builds.
-template-check: cfn-lint cfn-lint-transformed sam-validate sam-build
+# clean on the transformed one, no loop identifier left as typed, and the artifact builds.
+template-check: cfn-lint cfn-lint-transformed loop-identifiers sam-validate sam-build
 
 # Regenerate the raw events in tests/events/ from `sam local generate-event` (offline), then
 # the events derived from them (tests/events/callback_*.json and events/*.json).

@@ -32,6 +32,9 @@ FUNCTIONS = {
     "CompatResultFunction": "pingback_guard.handlers.res_php.handler",
     "PingbackForwardFunction": "pingback_guard.handlers.forward.handler",
 }
+# Every stack's own metrics (custom and access-log): two stacks in one account and region never
+# read each other's datapoints (issue 39, item 7).
+STACK_NAMESPACE = {"Fn::Sub": "PingbackGuard/${AWS::StackName}"}
 # Not the product: examples/ deployed only with DeployExampleConsumer=true (docs/events.md).
 EXAMPLE_FUNCTIONS = {"ResultConsumerFunction": "result_consumer.handler.handler"}
 

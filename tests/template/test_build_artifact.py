@@ -48,19 +48,35 @@ def test_every_function_of_the_shared_code_is_built_by_its_makefile() -> None:
     } == dict.fromkeys(functions, "makefile")
 
 
+# The interpreter `build-%` is given: records a pip call (its arm64 wheels need the package
+# index: `sam build` runs it, not this test) and runs everything else with this interpreter.
+PYTHON_STAND_IN = """#!/bin/sh
+if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then echo "$*" >> "{calls}"; exit 0; fi
+exec "{python}" "$@"
+"""
+
+
 @pytest.fixture(scope="module")
 def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Our package as `build-<id>` lays it out and compiles it (its pip step for arm64 wheels
-    needs the package index: `sam build` runs it, not this test)."""
+    """What the `build-<id>` rule `sam build` runs lays out and compiles, run through that rule."""
     target = tmp_path_factory.mktemp("artifact")
+    tools = tmp_path_factory.mktemp("tools")
+    pip_calls = tools / "pip-calls"
+    python = tools / "python"
+    python.write_text(PYTHON_STAND_IN.format(calls=pip_calls, python=sys.executable))
+    python.chmod(0o755)
     subprocess.run(
-        ["make", "--no-print-directory", "package", "bytecode"],
+        ["make", "--no-print-directory", "build-SubmitFunction"],
         cwd=FUNCTIONS_DIR,
-        env={"PATH": "/usr/bin:/bin", "ARTIFACTS_DIR": str(target), "PYTHON": sys.executable},
+        env={"PATH": "/usr/bin:/bin", "ARTIFACTS_DIR": str(target), "PYTHON": str(python)},
         check=True,
         capture_output=True,
         timeout=120,
     )
+    # The rule installs the runtime dependencies for arm64 Lambda too.
+    (call,) = pip_calls.read_text().splitlines()
+    assert "--requirement requirements.txt" in call
+    assert "--platform manylinux2014_aarch64" in call
     return target
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.template.conftest import ROOT
+from tests.template.conftest import ROOT, STACK_NAMESPACE
 
 ROUTES = ("in", "res")
 # status class -> (the access-log filter's status test, alarm threshold, period)
@@ -30,7 +30,7 @@ def test_each_route_s_answers_are_counted_from_the_access_log(
     assert properties["FilterPattern"] == (f'{{ ($.routeKey = "* /{route}.php") && {status} }}')
     (transformation,) = properties["MetricTransformations"]
     assert transformation == {
-        "MetricNamespace": "PingbackGuard",
+        "MetricNamespace": STACK_NAMESPACE,
         "MetricName": f"{route}Php{answer}",
         "MetricValue": "1",
     }
@@ -44,7 +44,7 @@ def test_each_count_is_alarmed_to_the_topic_both_ways(
     _, threshold, period = CLASSES[answer]
     properties = resources[f"{route}Php{answer}Alarm"]["Properties"]
     assert (properties["Namespace"], properties["MetricName"]) == (
-        "PingbackGuard",
+        STACK_NAMESPACE,
         f"{route}Php{answer}",
     )
     assert (properties["Statistic"], properties["Threshold"], properties["Period"]) == (

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from cfnlint.decode import decode
+from cfnlint.template.transforms._language_extensions import language_extension
 
 from infra.local.cloudformation.cfn_yaml import CfnYamlError, load_cfn_yaml
 from infra.local.cloudformation.language_extensions import (
@@ -123,8 +127,9 @@ def test_intrinsics_known_only_at_deployment_are_left_alone() -> None:
     [
         ({"Fn::ForEach::Bad": ["Id", ["A"]]}, "expected [identifier, collection, fragment]"),
         ({"Fn::ForEach::Bad": ["Id", {"Ref": "List"}, {"${Id}": {}}]}, "a literal list"),
-        ({"Fn::ForEach::Bad": ["Id", ["A", "A"], {"${Id}": {}}]}, "the same keys twice"),
-        ({"A": {}, "Fn::ForEach::Bad": ["Id", ["A"], {"${Id}": {}}]}, "already exist"),
+        ({"Fn::ForEach::Bad": ["Id", ["A", 1], {"${Id}": {}}]}, "a literal list of strings"),
+        ({"Fn::ForEach::Bad": ["Id", ["A", "A"], {"${Id}": {}}]}, "Duplicate A while doing"),
+        ({"A": {}, "Fn::ForEach::Bad": ["Id", ["A"], {"${Id}": {}}]}, "Duplicate A while doing"),
         (
             {"R": {"Properties": {"P": {"Fn::FindInMap": ["Nope", "a", "b"]}}}},
             "Fn::FindInMap [Nope, a, b]: no such entry",
@@ -147,7 +152,13 @@ def test_intrinsics_known_only_at_deployment_are_left_alone() -> None:
             "T: Unrecognized UpdateReplacePolicy RetainExceptOnCreate",
         ),
         (
-            {"Fn::ForEach::Q": ["Id", ["A"], {"${Id}": {"DeletionPolicy": "Keep${Id}"}}]},
+            {
+                "Fn::ForEach::Q": [
+                    "Id",
+                    ["A"],
+                    {"${Id}": {"DeletionPolicy": {"Fn::Sub": "Keep${Id}"}}},
+                ]
+            },
             "A: Unrecognized DeletionPolicy KeepA",
         ),
         (
@@ -278,3 +289,87 @@ def test_maps_keyed_by_parameters_are_resolved_with_the_stack_s_values() -> None
     properties = resolved["Resources"]["Alarm"]["Properties"]
     assert properties["Period"] == 240
     assert properties["Arn"] == arn_key
+
+
+def test_the_twin_expands_the_whole_project_template_as_cfn_lint_s_model_does() -> None:
+    """cfn-lint's model of the transform (AWS maintains it), run on the template as cfn-lint
+    decodes it: every section equal, but Transform, which the twin leaves to the next one."""
+    decoded, problems = decode(str(TEMPLATE_PATH))
+    assert problems == []
+    matches, modelled = language_extension(
+        SimpleNamespace(template=decoded, regions=["us-east-1"], filename=str(TEMPLATE_PATH))
+    )
+    assert matches == []
+    twin = load_cfn_yaml(TEMPLATE_PATH)
+    assert json.loads(json.dumps(modelled)) == {
+        **twin,
+        "Transform": ["AWS::LanguageExtensions", "AWS::Serverless-2016-10-31"],
+    }
+
+
+def test_a_plain_string_keeps_the_loop_identifier_as_typed() -> None:
+    """As on AWS: the six compat metric filters once matched "* /${Route}.php" there."""
+    document = {
+        "Transform": "AWS::LanguageExtensions",
+        "Resources": {
+            "Fn::ForEach::Routes": [
+                "Route",
+                ["in"],
+                {
+                    "${Route}Filter": {
+                        "Properties": {
+                            "Typed": "* /${Route}.php",
+                            "Substituted": {"Fn::Sub": "* /${Route}.php"},
+                            "Named": {"Ref": "Route"},
+                            "Kept": {"Fn::Sub": "${AWS::StackName}-&{Route}"},
+                        }
+                    }
+                },
+            ]
+        },
+    }
+    properties = apply_language_extensions(document)["Resources"]["inFilter"]["Properties"]
+    assert properties == {
+        "Typed": "* /${Route}.php",
+        "Substituted": "* /in.php",
+        "Named": "in",
+        "Kept": {"Fn::Sub": "${AWS::StackName}-in"},
+    }
+
+
+def test_a_map_keyed_by_a_parameter_waits_for_the_stack_s_value() -> None:
+    """cfn-lint's model, given the Mappings, folds this to a row it guesses (240 here); the
+    transform reads the stack's value, so the twin gives the model no Mappings."""
+    document = {
+        "Transform": "AWS::LanguageExtensions",
+        "Parameters": {"RateMinutes": {"Type": "String"}},
+        "Mappings": {"Rate": {"1": {"Seconds": 120}, "2": {"Seconds": 240}}},
+        "Resources": {
+            "Alarm": {
+                "Properties": {
+                    "Period": {"Fn::FindInMap": ["Rate", {"Ref": "RateMinutes"}, "Seconds"]}
+                }
+            }
+        },
+    }
+    _, guessed = language_extension(
+        SimpleNamespace(template=document, regions=["us-east-1"], filename=None)
+    )
+    assert guessed["Resources"]["Alarm"]["Properties"]["Period"] == 240
+    applied = apply_language_extensions(document)
+    assert applied["Resources"] == document["Resources"]
+    resolved = resolve_find_in_map(applied, {"RateMinutes": "1"})
+    assert resolved["Resources"]["Alarm"]["Properties"]["Period"] == 120
+
+
+def test_the_compat_route_filters_match_their_own_route() -> None:
+    resources = load_cfn_yaml(TEMPLATE_PATH)["Resources"]
+    for route in ("in", "res"):
+        for answer in ("Throttled", "4xx", "5xx"):
+            metric_filter = resources[f"{route}Php{answer}Filter"]["Properties"]
+            assert f'"* /{route}.php"' in metric_filter["FilterPattern"]
+            (transformation,) = metric_filter["MetricTransformations"]
+            assert transformation["MetricName"] == f"{route}Php{answer}"
+            alarm = resources[f"{route}Php{answer}Alarm"]["Properties"]
+            assert alarm["MetricName"] == f"{route}Php{answer}"
+            assert f"{route}.php" in alarm["AlarmDescription"]

@@ -13,6 +13,7 @@ from tests.template.conftest import (
     EXAMPLE_FUNCTIONS,
     FUNCTIONS,
     ROOT,
+    STACK_NAMESPACE,
     as_list,
     of_type,
     referenced_names,
@@ -305,7 +306,7 @@ def test_globals_environment(template: dict[str, Any]) -> None:
     variables = template["Globals"]["Function"]["Environment"]["Variables"]
     assert set(variables) >= COMMON_ENV
     assert variables["POWERTOOLS_SERVICE_NAME"] == "pingback-guard"
-    assert variables["POWERTOOLS_METRICS_NAMESPACE"] == "PingbackGuard"
+    assert variables["POWERTOOLS_METRICS_NAMESPACE"] == STACK_NAMESPACE
     assert variables["POWERTOOLS_LOG_LEVEL"] == {"Ref": "LogLevel"}
     assert variables["TASKS_TABLE_NAME"] == {"Ref": "TasksTable"}
     assert variables["DUE_INDEX_NAME"] == "DueIndex"
@@ -785,13 +786,13 @@ def test_product_metric_alarms(resources: dict[str, Any], alarm: str, metric: st
     assert metric in alarm_metric_names(body)
     properties = body["Properties"]
     if "MetricName" in properties:
-        assert properties["Namespace"] == "PingbackGuard"
+        assert properties["Namespace"] == STACK_NAMESPACE
         assert properties["Dimensions"] == SERVICE_DIMENSION
         assert properties["Statistic"] == "Sum"
     else:
         for query in properties["Metrics"]:
             if "MetricStat" in query:
-                assert query["MetricStat"]["Metric"]["Namespace"] == "PingbackGuard"
+                assert query["MetricStat"]["Metric"]["Namespace"] == STACK_NAMESPACE
                 assert query["MetricStat"]["Metric"]["Dimensions"] == SERVICE_DIMENSION
         returned = "recovered" if alarm == "PollRecoveredAlarm" else "conflicts"
         assert [q["Id"] for q in properties["Metrics"] if q["ReturnData"]] == [returned]
@@ -870,7 +871,11 @@ def test_alarm_email_subscription_is_optional(
 def test_dashboard_shows_every_product_metric_and_is_valid_json(
     resources: dict[str, Any],
 ) -> None:
-    rendered = sub_text(resources["Dashboard"]["Properties"]["DashboardBody"])
+    body = resources["Dashboard"]["Properties"]["DashboardBody"]
+    assert body["Fn::Sub"][1]["Ns"] == STACK_NAMESPACE
+    variables = body["Fn::Sub"][1]
+    rendered = sub_text(body).replace("${Ns}", "PingbackGuard/stack")
+    rendered = rendered.replace("${Svc}", variables["Svc"])
     rendered = re.sub(r"\$\{[^}]+\}", "x", rendered)
     document = json.loads(rendered)
     metric_names = {
@@ -881,10 +886,14 @@ def test_dashboard_shows_every_product_metric_and_is_valid_json(
     }
     assert metric_names >= DASHBOARD_METRICS
     assert metric_names >= {"ApproximateNumberOfMessagesVisible", "Errors", "Duration"}
-    for widget in document["widgets"]:
-        for row in widget.get("properties", {}).get("metrics", []):
-            if row[0] == "PingbackGuard":
-                assert row[2:4] == ["service", "pingback-guard"]
+    own_rows = [
+        row
+        for widget in document["widgets"]
+        for row in widget.get("properties", {}).get("metrics", [])
+        if row[0] == "PingbackGuard/stack"
+    ]
+    assert own_rows
+    assert all(row[2:4] == ["service", "pingback-guard"] for row in own_rows)
 
 
 # ------------------------------------------------------------------ parameters and outputs
@@ -1054,7 +1063,7 @@ def test_poller_not_running_alarm_breaches_on_silence_over_two_sweeps(
     properties = alarms(resources)["PollerNotRunningAlarm"]["Properties"]
     # The scheduled runs this stack's poller completed, not every invocation (submits wake it)
     # nor every stack's (the service dimension alone is shared by stacks in one account).
-    assert properties["Namespace"] == "PingbackGuard"
+    assert properties["Namespace"] == STACK_NAMESPACE
     assert properties["MetricName"] == "PollerScheduledRuns"
     assert properties["Dimensions"] == [
         {"Name": "function_name", "Value": {"Ref": "PollerFunction"}},
@@ -1088,7 +1097,7 @@ def test_poller_schedule_and_invocations_keep_what_they_cannot_run(
 
 def test_replay_failures_alarm_at_the_first_one(resources: dict[str, Any]) -> None:
     properties = alarms(resources)["ReplayFailedAlarm"]["Properties"]
-    assert (properties["Namespace"], properties["MetricName"]) == ("PingbackGuard", "ReplayFailed")
+    assert (properties["Namespace"], properties["MetricName"]) == (STACK_NAMESPACE, "ReplayFailed")
     assert properties["Threshold"] == 1
     assert properties["Period"] == 60
 

@@ -45,13 +45,19 @@ _CfnLoader.add_multi_constructor("!", _construct_intrinsic)
 
 
 def load_cfn_yaml(path: Path) -> dict[str, Any]:
+    document = read_cfn_yaml(path)
+    try:
+        return apply_language_extensions(document)
+    except LanguageExtensionsError as invalid:
+        raise CfnYamlError(f"{path}: {invalid}") from invalid
+
+
+def read_cfn_yaml(path: Path) -> dict[str, Any]:
+    """The template as written (Fn::ForEach not expanded), intrinsic tags in their long form."""
     try:
         document = yaml.load(path.read_text(encoding="utf-8"), Loader=_CfnLoader)  # noqa: S506
     except (OSError, yaml.YAMLError) as unreadable:
         raise CfnYamlError(f"{path}: {unreadable}") from unreadable
     if not isinstance(document, dict):
         raise CfnYamlError(f"{path} is not a CloudFormation template (not a mapping)")
-    try:
-        return apply_language_extensions(document)
-    except LanguageExtensionsError as invalid:
-        raise CfnYamlError(f"{path}: {invalid}") from invalid
+    return document

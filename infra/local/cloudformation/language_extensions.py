@@ -1,9 +1,15 @@
 """The AWS::LanguageExtensions transform, as CloudFormation applies it before the SAM transform.
 
-Fn::ForEach loops are expanded (``${Id}`` and ``&{Id}`` in keys and strings, ``Ref: Id``), then
-the intrinsics the transform resolves itself are folded to literals: Fn::FindInMap with literal
-keys, a Fn::Sub left without variables, and intrinsics given to Ref and Fn::GetAtt. Everything else
-(parameters, conditions, resource attributes) is left for the deployment to resolve.
+Fn::ForEach loops are expanded by cfn-lint's model of the transform (cfnlint.template.transforms.
+_language_extensions, maintained by AWS): the loop identifier is written into keys, into Fn::Sub
+strings (``${Id}``, and ``&{Id}`` with the element's non-alphanumeric characters dropped) and into
+Ref (``Ref: Id`` is the element); a plain string keeps ``${Id}`` as typed (the Fn::ForEach page's
+examples put every value that varies in a Fn::Sub or a Ref). `make template-check` refuses such a
+string (infra/sam/loop_identifiers.py). Then the intrinsics the transform resolves itself are
+folded to literals: Fn::FindInMap with literal keys, a Fn::Sub left without variables, and
+intrinsics given to Ref and Fn::GetAtt. Everything else (parameters, conditions, resource
+attributes) is left for the deployment to resolve.
+https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/intrinsic-function-reference-foreach.html
 
 What AWS's transform refuses is refused here, each message naming the rule:
 - a DeletionPolicy / UpdateReplacePolicy other than Delete, Retain or Snapshot (the transform
@@ -16,16 +22,19 @@ What AWS's transform refuses is refused here, each message naming the rule:
 https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/transform-aws-languageextensions.html
 """
 
-import re
 from collections.abc import Iterator, Mapping
+from types import SimpleNamespace
 from typing import Any
+
+from cfnlint.template.transforms._language_extensions import language_extension
 
 from infra.local.cloudformation.intrinsics import NoResources, Resolver, UnresolvableError
 
 LANGUAGE_EXTENSIONS = "AWS::LanguageExtensions"
 FOR_EACH_PREFIX = "Fn::ForEach::"
 _SECTIONS_WITH_LOOPS = ("Conditions", "Resources", "Outputs")
-_NOT_ALPHANUMERIC = re.compile(r"[^A-Za-z0-9]")
+# Only pseudo parameters in a collection would read it: the collections here are literal.
+_MODEL_REGION = "us-east-1"
 TRANSFORM_DOC = (
     "https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/"
     "transform-aws-languageextensions.html"
@@ -64,12 +73,14 @@ def apply_language_extensions(document: dict[str, Any]) -> dict[str, Any]:
     else:
         del applied["Transform"]
     _refuse_loops_outside_their_sections(document)
+    for section in _SECTIONS_WITH_LOOPS:
+        _check_loops(document.get(section))
+    expanded = _expand(document)
     mappings = document.get("Mappings", {})
     for section in _SECTIONS_WITH_LOOPS:
-        if section in document:
-            expanded = _expand(document[section])
-            _check_getatt_functions(expanded, section)
-            applied[section] = _fold(expanded, mappings)
+        if section in expanded:
+            _check_getatt_functions(expanded[section], section)
+            applied[section] = _fold(expanded[section], mappings)
     _check_policies(applied.get("Resources", {}))
     return applied
 
@@ -194,54 +205,49 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def _expand(value: Any) -> Any:
+def _check_loops(value: Any) -> None:
+    """The loops whose expansion the deployment decides before it runs: a collection written as
+    a literal list of strings. (cfn-lint's model lints any other collection with random values
+    in its place; the twin refuses it rather than deploy those.)"""
     if isinstance(value, list):
-        return [_expand(item) for item in value]
+        for item in value:
+            _check_loops(item)
+        return
     if not isinstance(value, dict):
-        return value
-    expanded: dict[str, Any] = {}
+        return
     for key, item in value.items():
-        generated = _loop(key, item) if key.startswith(FOR_EACH_PREFIX) else {key: _expand(item)}
-        clashes = sorted(set(expanded) & set(generated))
-        if clashes:
-            raise LanguageExtensionsError(f"{key}: generates keys that already exist: {clashes}")
-        expanded.update(generated)
-    return expanded
+        if key.startswith(FOR_EACH_PREFIX):
+            _check_loop(key, item)
+        _check_loops(item)
 
 
-def _loop(key: str, arguments: Any) -> dict[str, Any]:
+def _check_loop(key: str, arguments: Any) -> None:
     if not (isinstance(arguments, list) and len(arguments) == 3):
         raise LanguageExtensionsError(f"{key}: expected [identifier, collection, fragment]")
     identifier, collection, fragment = arguments
     if not isinstance(identifier, str) or not isinstance(fragment, dict):
         raise LanguageExtensionsError(f"{key}: expected [identifier, collection, fragment]")
-    if not isinstance(collection, list):
-        raise LanguageExtensionsError(f"{key}: the collection must be a literal list")
-    generated: dict[str, Any] = {}
-    for element in collection:
-        copy = _expand(_substitute(fragment, identifier, str(element)))
-        clashes = sorted(set(generated) & set(copy))
-        if clashes:
-            raise LanguageExtensionsError(f"{key}: generates the same keys twice: {clashes}")
-        generated.update(copy)
-    return generated
+    if not (isinstance(collection, list) and all(isinstance(item, str) for item in collection)):
+        raise LanguageExtensionsError(f"{key}: the collection must be a literal list of strings")
 
 
-def _substitute(value: Any, identifier: str, element: str) -> Any:
-    if isinstance(value, str):
-        return value.replace(f"${{{identifier}}}", element).replace(
-            f"&{{{identifier}}}", _NOT_ALPHANUMERIC.sub("", element)
-        )
-    if isinstance(value, list):
-        return [_substitute(item, identifier, element) for item in value]
-    if isinstance(value, dict):
-        if value == {"Ref": identifier}:
-            return element
-        return {
-            _substitute(key, identifier, element): _substitute(item, identifier, element)
-            for key, item in value.items()
-        }
-    return value
+def _expand(document: Mapping[str, Any]) -> dict[str, Any]:
+    """Every Fn::ForEach of the document expanded by cfn-lint's model of the transform, which
+    AWS maintains: the identifier is written into keys, Fn::Sub strings and Ref (a Ref to the
+    identifier becomes the element), never into a plain string, which stays as typed.
+
+    The model is given no Mappings: it would fold a Fn::FindInMap keyed by a parameter to the
+    first row holding the key (a linter's guess), where the transform uses the stack's value
+    (resolve_find_in_map does, with the values). The maps whose keys are literals, or loop
+    elements, are folded by _fold after it."""
+    model_input = {key: value for key, value in document.items() if key != "Mappings"}
+    matches, expanded = language_extension(
+        SimpleNamespace(template=model_input, regions=[_MODEL_REGION], filename=None)
+    )
+    if matches or not isinstance(expanded, dict):
+        problems = "; ".join(str(match.message) for match in matches)
+        raise LanguageExtensionsError(problems or "the transform returned no template")
+    return expanded
 
 
 def _fold(value: Any, mappings: Mapping[str, Any]) -> Any:

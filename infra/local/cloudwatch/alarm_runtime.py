@@ -218,8 +218,11 @@ class LocalCloudWatch:
         log_dir: Path,
         time_scale: float,
         function_names: Mapping[str, str],
+        store: MetricStore | None = None,
     ) -> None:
-        self.store = MetricStore()
+        # The account's metrics: stacks deployed in one account and region share one store, as
+        # they share CloudWatch; each stack evaluates its own alarms on it.
+        self.store = MetricStore() if store is None else store
         self.sqs_ages = SqsAges()
         self._endpoint = endpoint
         self._time_scale = time_scale

@@ -14,8 +14,12 @@ from pingback_guard_cli.errors import CliFailure, ExitCode
 _CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5)
 DUE_INDEX = "DueIndex"
 DEFAULT_DUE_SHARDS = 8
-METRICS_NAMESPACE = "PingbackGuard"
 METRICS_SERVICE = "pingback-guard"
+
+
+def metrics_namespace(stack_name: str) -> str:
+    """Each stack counts under its own namespace (template.yaml: POWERTOOLS_METRICS_NAMESPACE)."""
+    return f"PingbackGuard/{stack_name}"
 
 
 @dataclass(frozen=True)

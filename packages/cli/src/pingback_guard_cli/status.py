@@ -8,7 +8,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pingback_guard_cli.stack import DUE_INDEX, METRICS_NAMESPACE, METRICS_SERVICE, Aws, Stack
+from pingback_guard_cli.stack import DUE_INDEX, METRICS_SERVICE, Aws, Stack, metrics_namespace
 
 # Metric names of docs/architecture.md, grouped as the operator reads them.
 HOURLY_METRICS = {
@@ -27,7 +27,7 @@ NO_QUEUE_METRICS = (
     " keeps no AWS/SQS metrics)"
 )
 NO_CUSTOM_METRICS = (
-    f"last hour: CloudWatch has no {METRICS_NAMESPACE} metric at all (a local endpoint such as"
+    "last hour: CloudWatch has no metric in the stack's namespace at all (a local endpoint such as"
     " moto keeps none, or nothing was counted in the last two weeks), so no figure"
 )
 NO_PIPE_STATE = (
@@ -109,7 +109,7 @@ def read_status(aws: Aws, stack: Stack, now: float | None = None) -> Status:
         pipe_state=pipe_state(aws, stack),
         pending=pending,
         due=due,
-        last_hour=hourly_counts(aws, now),
+        last_hour=hourly_counts(aws, metrics_namespace(stack.name), now),
     )
 
 
@@ -205,17 +205,17 @@ def _count(client: Any, table: str, condition: str, values: dict[str, Any]) -> i
         request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
-def hourly_counts(aws: Aws, now: float) -> dict[str, float | None]:
+def hourly_counts(aws: Aws, namespace: str, now: float) -> dict[str, float | None]:
     """Each label's sum over the last hour; None for all when the namespace has no metric."""
     cloudwatch = aws.client("cloudwatch")
-    if not cloudwatch.list_metrics(Namespace=METRICS_NAMESPACE).get("Metrics"):
+    if not cloudwatch.list_metrics(Namespace=namespace).get("Metrics"):
         return dict.fromkeys(HOURLY_METRICS)
     queries = [
         {
             "Id": f"m{index}",
             "MetricStat": {
                 "Metric": {
-                    "Namespace": METRICS_NAMESPACE,
+                    "Namespace": namespace,
                     "MetricName": metric,
                     "Dimensions": [{"Name": "service", "Value": METRICS_SERVICE}],
                 },
