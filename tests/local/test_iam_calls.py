@@ -24,6 +24,7 @@ def key(task_id: str) -> dict[str, Any]:
 
 
 POLLER_ARN = "arn:aws:lambda:eu-west-1:123456789012:function:poller"
+STREAM = f"{TABLE}/stream/2026-12-05T09:00:00.000"
 
 
 @pytest.mark.parametrize(
@@ -196,6 +197,18 @@ POLLER_ARN = "arn:aws:lambda:eu-west-1:123456789012:function:poller"
             ApiCall("lambda", "Invoke", {"FunctionName": POLLER_ARN}),
             [IamRequest("lambda:InvokeFunction", POLLER_ARN)],
         ),
+        (
+            ApiCall("dynamodbstreams", "DescribeStream", {"StreamArn": STREAM}),
+            [IamRequest("dynamodb:DescribeStream", STREAM)],
+        ),
+        (
+            ApiCall("dynamodbstreams", "GetShardIterator", {"StreamArn": STREAM, "ShardId": "s"}),
+            [IamRequest("dynamodb:GetShardIterator", STREAM)],
+        ),
+        (
+            ApiCall("dynamodbstreams", "GetRecords", {"ShardIterator": f"{STREAM}|1|AAAA/b+c="}),
+            [IamRequest("dynamodb:GetRecords", STREAM)],
+        ),
     ],
     ids=lambda value: value.operation if isinstance(value, ApiCall) else "",
 )
@@ -212,6 +225,8 @@ def test_each_call_asks_for_its_action_on_its_resource(
         ApiCall("sqs", "CreateQueue", {"QueueName": "q"}),
         ApiCall("s3", "GetObject", {"Bucket": "b", "Key": "k"}),
         ApiCall("secretsmanager", "GetSecretValue", {"SecretId": "by-name"}),
+        ApiCall("dynamodbstreams", "GetRecords", {"ShardIterator": "opaque"}),
+        ApiCall("dynamodbstreams", "ListStreams", {}),
         ApiCall(
             "apigatewaymanagementapi",
             "PostToConnection",

@@ -172,9 +172,21 @@ def _policies_by_resource(stack: DeployedStack, region: str) -> Iterator[tuple[s
         if "KeyPolicy" in properties:  # Ref of a key is its id
             key_id = stack.resources.physical_id(logical_id)
             yield f"arn:aws:kms:{region}:{ACCOUNT_ID}:key/{key_id}", properties["KeyPolicy"]
-    for logical_id, properties in resolved("AWS::Lambda::Permission"):
+    for logical_id, properties in _permissions(stack):
         statement = function_policy_statement(logical_id, properties, region)
         yield str(statement["Resource"]), {"Version": "2012-10-17", "Statement": [statement]}
+
+
+def _permissions(stack: DeployedStack) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every AWS::Lambda::Permission the stack deploys: moto's CloudFormation adds them to its
+    functions but lists them with no physical id, so they are read from the template (their
+    Condition evaluated as CloudFormation does)."""
+    for logical_id, definition in stack.template["Resources"].items():
+        if definition["Type"] != "AWS::Lambda::Permission":
+            continue
+        if "Condition" in definition and not stack.resolver.condition(definition["Condition"]):
+            continue
+        yield logical_id, stack.resolver.resolve(definition.get("Properties", {}))
 
 
 def function_policy_statement(

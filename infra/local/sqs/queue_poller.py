@@ -133,6 +133,8 @@ class PollerStats(SharedStats):
     batches: int = 0
     messages: int = 0
     deleted: int = 0
+    failed_polls: int = 0
+    """Receives or deletes that failed (a refused role, moto down): nothing delivered."""
 
 
 class QueuePoller:
@@ -158,26 +160,29 @@ class QueuePoller:
         self.stats = PollerStats()
 
     def start(self) -> None:
-        visibility = self._scaled_visibility_timeout()
         for _ in range(self._pollers):
-            self._threads.start(self._poll, self._new_sqs_client(), visibility)
+            self._threads.start(self._poll, self._new_sqs_client())
 
     def stop(self, timeout: float) -> None:
         self._threads.stop(timeout)
 
-    def _scaled_visibility_timeout(self) -> int:
-        attributes = self._new_sqs_client().get_queue_attributes(
+    def _scaled_visibility_timeout(self, sqs: Any) -> int:
+        attributes = sqs.get_queue_attributes(
             QueueUrl=self.source.queue_url, AttributeNames=["VisibilityTimeout"]
         )["Attributes"]
         return max(1, round(int(attributes["VisibilityTimeout"]) / self._time_scale))
 
-    def _poll(self, sqs: Any, visibility_timeout: int) -> None:
+    def _poll(self, sqs: Any) -> None:
+        visibility_timeout: int | None = None
         while not self._threads.stopping.is_set():
             try:
+                if visibility_timeout is None:
+                    visibility_timeout = self._scaled_visibility_timeout(sqs)
                 self._poll_once(sqs, visibility_timeout)
             except PoolClosed:
                 return
             except (BotoCoreError, ClientError) as failure:
+                self.stats.add(failed_polls=1)
                 logger.warning("%s: polling failed: %s", self.source.logical_id, failure)
                 self._threads.stopping.wait(_RETRY_PAUSE_SECONDS)
 
