@@ -522,8 +522,7 @@ class LocalStack(Service):
         if services is None:
             return sources
         for source in sources:
-            spec = specs[source.function]
-            refuse_unauthorized_mapping(source, services.role(spec.role_arn, spec.function_name))
+            refuse_unauthorized_mapping(source, services.function_role(specs[source.function]))
         return sources
 
     def _mapping_sqs_client(self, endpoint: AwsEndpoint, spec: FunctionSpec) -> Any:
@@ -531,7 +530,7 @@ class LocalStack(Service):
         client = endpoint.client("sqs")
         if self._services is None:
             return client
-        authorizer = self._services.role(spec.role_arn, spec.function_name)
+        authorizer = self._services.function_role(spec)
         return authorized_client(client, f"{spec.logical_id} event source mapping", authorizer)
 
     def _start_triggers(
@@ -549,14 +548,7 @@ class LocalStack(Service):
             self.invoke,
             options.time_scale,
             endpoint.region,
-            refusal=None
-            if services is None
-            else lambda schedule: services.invoke_refusal(
-                specs[schedule.function].arn,
-                role_arn=schedule.role_arn,
-                session_name=schedule.arn.rsplit("/", 1)[-1],
-                source_arn=schedule.arn,
-            ),
+            refusal=None if services is None else services.schedule_refusals(specs),
         )
         self._schedules.start()
         for source in queues:
@@ -595,11 +587,7 @@ class LocalStack(Service):
             region=endpoint.region,
             workers_of=self._workers,
             run_time_rules=RunTimeRules(endpoint.client, (rule.name for rule in rules)),
-            refusal=None
-            if services is None
-            else lambda rule, function: services.invoke_refusal(
-                specs[function].arn, role_arn=None, session_name="", source_arn=rule.arn
-            ),
+            refusal=None if services is None else services.rule_target_refusals(specs),
         )
         self._event_bus.start()
         cloudwatch = self._cloudwatch

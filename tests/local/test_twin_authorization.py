@@ -13,9 +13,10 @@ from the real evaluator sidecar (infra/local/iam/evaluator).
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -448,6 +449,11 @@ def write_final_result(stack: DeployedStack, task_id: str) -> None:
     )
 
 
+def collect(put: list[Any], entries: Sequence[Any]) -> list[str]:
+    put.extend(entries)
+    return [str(index) for index, _ in enumerate(entries)]
+
+
 def test_the_pipe_publishes_with_its_role_and_dead_letters_what_it_may_not_put(
     deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
 ) -> None:
@@ -459,11 +465,10 @@ def test_the_pipe_publishes_with_its_role_and_dead_letters_what_it_may_not_put(
         stack = deployed[name]
         write_final_result(stack, f"task-{name}")
         spec = replace(pipe_specs(stack)[0], maximum_retry_attempts=1)
-        put = published.setdefault(name, [])
         pipe = StreamPipe(
             spec,
             new_client=stack.resources.endpoint.client,
-            put_events=lambda entries, put=put: put.extend(entries) or ["id"] * len(entries),
+            put_events=functools.partial(collect, published.setdefault(name, [])),
             authorizer=services(stack, evaluator).role(spec.role_arn, spec.name),
         )
         pipe.start()

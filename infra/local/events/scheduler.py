@@ -5,7 +5,7 @@ not hold the next one back (the function's own workers bound how many run at onc
 scheduled invocations are not retried (Lambda's asynchronous retries are not emulated).
 
 Each fire is authorized first, as on AWS: a Scheduler schedule invokes with its Target.RoleArn
-(lambda:InvokeFunction on the function: https://docs.aws.amazon.com/scheduler/latest/UserGuide/setting-up.html#setting-up-execution-role),
+(lambda:InvokeFunction on the function: https://docs.aws.amazon.com/lambda/latest/dg/with-eventbridge-scheduler.html#using-eventbridge-scheduler-execution-role),
 a rule's schedule as events.amazonaws.com by the function's resource policy. A refused fire
 invokes nothing and is counted in `refused` (Scheduler's retries and dead-letter event are not
 emulated).

@@ -6,7 +6,7 @@
 - A pipe reads its source and puts to its target with its own role, RoleArn
   (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-pipes-permissions.html).
 - EventBridge Scheduler invokes a schedule's target with the schedule's role, Target.RoleArn
-  (https://docs.aws.amazon.com/scheduler/latest/UserGuide/setting-up.html#setting-up-execution-role).
+  (https://docs.aws.amazon.com/lambda/latest/dg/with-eventbridge-scheduler.html#using-eventbridge-scheduler-execution-role).
 - An EventBridge rule invokes a Lambda target as the service principal events.amazonaws.com,
   allowed by the function's resource policy (AWS::Lambda::Permission) for that rule
   (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-resource-based.html#eb-lambda-permissions).
@@ -17,18 +17,19 @@ aws:SourceAccount, aws:PrincipalServiceName, aws:PrincipalIsAWSService
 (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html).
 """
 
-import logging
 import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from infra.local.events.event_sources import RuleSpec
 from infra.local.iam.authorizer import Authorizer
 from infra.local.iam.calls import ApiCall
 from infra.local.iam.evaluator import Decision, PolicyEvaluator
 from infra.local.iam.profiles import StackPolicies
+from infra.local.lambda_.functions import FunctionSpec
+from infra.local.lambda_.triggers import ScheduleSource
 from infra.local.runtime.aws import ACCOUNT_ID
 from infra.local.runtime.aws_hooks import AwsCallHooks
-
-logger = logging.getLogger(__name__)
 
 EVENTBRIDGE = "events.amazonaws.com"
 
@@ -52,6 +53,29 @@ class ServiceAuthorization:
                 profile = self._policies.profile(role_arn, session_name)
                 self._authorizers[key] = Authorizer(profile, self._evaluator)
             return self._authorizers[key]
+
+    def function_role(self, spec: FunctionSpec) -> Authorizer:
+        """Lambda's session of the function's execution role (its event source mappings')."""
+        return self.role(spec.role_arn, spec.function_name)
+
+    def schedule_refusals(
+        self, specs: Mapping[str, FunctionSpec]
+    ) -> Callable[[ScheduleSource], str | None]:
+        """Why a schedule may not invoke its function target (None: it may)."""
+        return lambda schedule: self.invoke_refusal(
+            specs[schedule.function].arn,
+            role_arn=schedule.role_arn,
+            session_name=schedule.arn.rsplit("/", 1)[-1],
+            source_arn=schedule.arn,
+        )
+
+    def rule_target_refusals(
+        self, specs: Mapping[str, FunctionSpec]
+    ) -> Callable[[RuleSpec, str], str | None]:
+        """Why a rule may not invoke a function target, by logical id (None: it may)."""
+        return lambda rule, function: self.invoke_refusal(
+            specs[function].arn, role_arn=None, session_name="", source_arn=rule.arn
+        )
 
     def invoke_refusal(
         self, function_arn: str, *, role_arn: str | None, session_name: str, source_arn: str
