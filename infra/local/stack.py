@@ -26,12 +26,19 @@ from infra.local.cloudwatch.alarm_runtime import LocalCloudWatch
 from infra.local.events.event_bus import LocalEventBus, RunTimeRules
 from infra.local.events.event_sources import pipe_specs, rule_specs
 from infra.local.events.scheduler import ScheduleRunner
-from infra.local.iam.evaluator import EvaluatorSidecar
-from infra.local.iam.profiles import authorization_profiles
+from infra.local.iam.evaluator import EvaluatorSidecar, SidecarEvaluator
+from infra.local.iam.profiles import StackPolicies, authorization_profiles
+from infra.local.iam.service_roles import ServiceAuthorization, authorized_client
 from infra.local.lambda_.functions import FunctionSpec, function_specs
 from infra.local.lambda_.invoke_api import LambdaInvokeApi, endpoint_url, lambda_invoke_server
 from infra.local.lambda_.pool import FunctionPool, Invocation, worker_environment
-from infra.local.lambda_.triggers import FunctionIndex, http_routes, queue_sources, schedules
+from infra.local.lambda_.triggers import (
+    FunctionIndex,
+    QueueSource,
+    http_routes,
+    queue_sources,
+    schedules,
+)
 from infra.local.pipes.stream_pipe import PublishedWrite, StreamPipe
 from infra.local.runtime.aws import ACCOUNT_ID, WORKER, AwsEndpoint, LocalPrincipal
 from infra.local.runtime.calls import CallLog
@@ -39,7 +46,7 @@ from infra.local.runtime.control import UnknownFunction, control_server
 from infra.local.runtime.faults import FaultRule
 from infra.local.runtime.http_server import LOCALHOST, LocalHttpServer
 from infra.local.runtime.moto_process import MotoServer
-from infra.local.sqs.queue_poller import QueuePoller
+from infra.local.sqs.queue_poller import QueuePoller, refuse_unauthorized_mapping
 from infra.service import Service
 
 logger = logging.getLogger(__name__)
@@ -175,6 +182,8 @@ class LocalStack(Service):
         self._lambda_api: LocalHttpServer | None = None
         self._cloudwatch: LocalCloudWatch | None = None
         self._iam_evaluator: EvaluatorSidecar | None = None
+        self._services: ServiceAuthorization | None = None
+        """What the runtime does as AWS services do, authorized (None: authorize_calls off)."""
         self._ready: ReadyInfo | None = None
 
     @property
@@ -286,6 +295,7 @@ class LocalStack(Service):
             "gateway_requests_in_flight": self.requests_in_flight(),
             "functions": {name: pool.stats.to_json() for name, pool in self._pools.items()},
             "schedules": dict(self._schedules.fired) if self._schedules else {},
+            "schedules_refused": dict(self._schedules.refused) if self._schedules else {},
             "queues": {
                 poller.source.logical_id: poller.stats.to_json() for poller in self._pollers
             },
@@ -364,11 +374,12 @@ class LocalStack(Service):
         assert self._gateway is not None
         self._start_websocket_apis(stack, functions)
         authorizations = self._authorizations(stack, specs, endpoint, log_dir)
+        queues = self._event_source_mappings(stack, functions, endpoint, specs)
         self._lambda_api = lambda_invoke_server(functions, self.invoke)
         self._lambda_api.start()
         self._start_pools(specs, authorizations, endpoint, log_dir)
-        self._start_triggers(stack, functions, endpoint)
-        self._start_result_events(stack, functions, endpoint)
+        self._start_triggers(stack, functions, endpoint, queues, specs)
+        self._start_result_events(stack, functions, endpoint, specs)
         self._cloudwatch.start()
         self._control = control_server(self, options.control_port)
         self._control.start()
@@ -438,7 +449,9 @@ class LocalStack(Service):
         management_apis = {
             api.management_url.rsplit("/", 1)[0]: api.spec.api_id for api in self._websocket_apis
         }
-        profiles = authorization_profiles(stack, specs, endpoint, management_apis)
+        policies = StackPolicies.read(stack, endpoint)
+        self._services = ServiceAuthorization(policies, SidecarEvaluator(evaluator_url))
+        profiles = authorization_profiles(stack, specs, endpoint, management_apis, policies)
         return {
             logical_id: {"profile": profile.to_json(), "evaluator_url": evaluator_url}
             for logical_id, profile in profiles.items()
@@ -495,22 +508,59 @@ class LocalStack(Service):
             )
         return variables
 
+    def _event_source_mappings(
+        self,
+        stack: DeployedStack,
+        functions: FunctionIndex,
+        endpoint: AwsEndpoint,
+        specs: Mapping[str, FunctionSpec],
+    ) -> list[QueueSource]:
+        """The SQS mappings, each refused as Lambda refuses its creation when the function's
+        role may not poll the queue (before any worker starts)."""
+        sources = queue_sources(stack, functions, endpoint)
+        services = self._services
+        if services is None:
+            return sources
+        for source in sources:
+            refuse_unauthorized_mapping(source, services.function_role(specs[source.function]))
+        return sources
+
+    def _mapping_sqs_client(self, endpoint: AwsEndpoint, spec: FunctionSpec) -> Any:
+        """An SQS client polling as the function's execution role (as Lambda's mapping does)."""
+        client = endpoint.client("sqs")
+        if self._services is None:
+            return client
+        authorizer = self._services.function_role(spec)
+        return authorized_client(client, f"{spec.logical_id} event source mapping", authorizer)
+
     def _start_triggers(
-        self, stack: DeployedStack, functions: FunctionIndex, endpoint: AwsEndpoint
+        self,
+        stack: DeployedStack,
+        functions: FunctionIndex,
+        endpoint: AwsEndpoint,
+        queues: list[QueueSource],
+        specs: Mapping[str, FunctionSpec],
     ) -> None:
         options = self.options
+        services = self._services
         self._schedules = ScheduleRunner(
-            schedules(stack, functions), self.invoke, options.time_scale, endpoint.region
+            schedules(stack, functions),
+            self.invoke,
+            options.time_scale,
+            endpoint.region,
+            refusal=None if services is None else services.schedule_refusals(specs),
         )
         self._schedules.start()
-        for source in queue_sources(stack, functions, endpoint):
+        for source in queues:
             pollers = min(
                 options.workers_per_function,
                 source.maximum_concurrency or options.workers_per_function,
             )
             poller = QueuePoller(
                 source=source,
-                new_sqs_client=lambda: endpoint.client("sqs"),
+                new_sqs_client=functools.partial(
+                    self._mapping_sqs_client, endpoint, specs[source.function]
+                ),
                 invoke=self.invoke,
                 time_scale=options.time_scale,
                 region=endpoint.region,
@@ -521,17 +571,23 @@ class LocalStack(Service):
             self._pollers.append(poller)
 
     def _start_result_events(
-        self, stack: DeployedStack, functions: FunctionIndex, endpoint: AwsEndpoint
+        self,
+        stack: DeployedStack,
+        functions: FunctionIndex,
+        endpoint: AwsEndpoint,
+        specs: Mapping[str, FunctionSpec],
     ) -> None:
         """Buses and their rule targets first, then the pipes that feed them."""
         options = self.options
         rules = rule_specs(stack, functions)
+        services = self._services
         self._event_bus = LocalEventBus(
             rules,
             self.invoke,
             region=endpoint.region,
             workers_of=self._workers,
             run_time_rules=RunTimeRules(endpoint.client, (rule.name for rule in rules)),
+            refusal=None if services is None else services.rule_target_refusals(specs),
         )
         self._event_bus.start()
         cloudwatch = self._cloudwatch
@@ -544,6 +600,7 @@ class LocalStack(Service):
                 on_execution=None
                 if cloudwatch is None
                 else functools.partial(cloudwatch.record_pipe_execution, spec.name),
+                authorizer=None if services is None else services.role(spec.role_arn, spec.name),
             )
             pipe.start()
             self._event_pipes.append(pipe)

@@ -1,4 +1,5 @@
-"""Which IAM action on which ARN each API call the functions make asks for (no network)."""
+"""Which IAM action on which ARN each API call the functions make asks for, and the policy
+statement a Lambda permission adds (no network)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 import pytest
 
 from infra.local.iam.calls import ApiCall, CallSite, IamRequest, UnmappedCall, iam_requests
+from infra.local.iam.profiles import function_policy_statement
 
 SITE = CallSite(
     region="eu-west-1",
@@ -24,6 +26,7 @@ def key(task_id: str) -> dict[str, Any]:
 
 
 POLLER_ARN = "arn:aws:lambda:eu-west-1:123456789012:function:poller"
+STREAM = f"{TABLE}/stream/2026-12-05T09:00:00.000"
 
 
 @pytest.mark.parametrize(
@@ -196,6 +199,18 @@ POLLER_ARN = "arn:aws:lambda:eu-west-1:123456789012:function:poller"
             ApiCall("lambda", "Invoke", {"FunctionName": POLLER_ARN}),
             [IamRequest("lambda:InvokeFunction", POLLER_ARN)],
         ),
+        (
+            ApiCall("dynamodbstreams", "DescribeStream", {"StreamArn": STREAM}),
+            [IamRequest("dynamodb:DescribeStream", STREAM)],
+        ),
+        (
+            ApiCall("dynamodbstreams", "GetShardIterator", {"StreamArn": STREAM, "ShardId": "s"}),
+            [IamRequest("dynamodb:GetShardIterator", STREAM)],
+        ),
+        (
+            ApiCall("dynamodbstreams", "GetRecords", {"ShardIterator": f"{STREAM}|1|AAAA/b+c="}),
+            [IamRequest("dynamodb:GetRecords", STREAM)],
+        ),
     ],
     ids=lambda value: value.operation if isinstance(value, ApiCall) else "",
 )
@@ -212,6 +227,8 @@ def test_each_call_asks_for_its_action_on_its_resource(
         ApiCall("sqs", "CreateQueue", {"QueueName": "q"}),
         ApiCall("s3", "GetObject", {"Bucket": "b", "Key": "k"}),
         ApiCall("secretsmanager", "GetSecretValue", {"SecretId": "by-name"}),
+        ApiCall("dynamodbstreams", "GetRecords", {"ShardIterator": "opaque"}),
+        ApiCall("dynamodbstreams", "ListStreams", {}),
         ApiCall(
             "apigatewaymanagementapi",
             "PostToConnection",
@@ -224,3 +241,38 @@ def test_each_call_asks_for_its_action_on_its_resource(
 def test_a_call_the_twin_cannot_map_fails_loudly(call: ApiCall) -> None:
     with pytest.raises(UnmappedCall):
         iam_requests(call, SITE)
+
+
+@pytest.mark.parametrize(
+    ("permission", "principal", "condition"),
+    [
+        (
+            {"Principal": "events.amazonaws.com", "SourceArn": "arn:aws:events:r:1:rule/x"},
+            {"Service": "events.amazonaws.com"},
+            {"ArnLike": {"AWS:SourceArn": "arn:aws:events:r:1:rule/x"}},
+        ),
+        (
+            {"Principal": "123456789012", "SourceAccount": "123456789012"},
+            {"AWS": "arn:aws:iam::123456789012:root"},
+            {"StringEquals": {"AWS:SourceAccount": "123456789012"}},
+        ),
+        ({"Principal": "*"}, "*", None),
+    ],
+    ids=["service", "account", "anyone"],
+)
+def test_a_lambda_permission_is_the_statement_add_permission_writes(
+    permission: dict[str, str], principal: Any, condition: dict[str, Any] | None
+) -> None:
+    statement = function_policy_statement(
+        "Permit",
+        {"Action": "lambda:InvokeFunction", "FunctionName": "poller", **permission},
+        "eu-west-1",
+    )
+    expected = {
+        "Sid": "Permit",
+        "Effect": "Allow",
+        "Principal": principal,
+        "Action": "lambda:InvokeFunction",
+        "Resource": POLLER_ARN,
+    }
+    assert statement == (expected if condition is None else {**expected, "Condition": condition})

@@ -350,8 +350,36 @@ def test_the_bus_delivers_matching_events_and_retries_failed_invocations(bus_wit
         "sent_to_queues": 0,
         "retried": 2,
         "dropped": 0,
+        "refused": 0,
     }
     assert len(bus.published()) == 4
+
+
+def test_a_target_its_policy_refuses_gets_nothing_and_is_never_retried() -> None:
+    """EventBridge invokes a Lambda target as events.amazonaws.com; a refusal is final."""
+    target = FlakyTarget(failures=0)
+    asked: list[tuple[str, str]] = []
+
+    def refusal(rule: RuleSpec, function: str) -> str:
+        asked.append((rule.arn, function))
+        return "events.amazonaws.com may not lambda:InvokeFunction"
+
+    bus = LocalEventBus([rule()], target, region="us-east-1", refusal=refusal)
+    bus.start()
+    try:
+        bus.put_events([entry("SOLVED")])
+        wait_until(lambda: bus.backlog() == 0, timeout=10)
+    finally:
+        bus.stop(2.0)
+    assert target.events == []
+    assert asked == [(rule().arn, "ResultConsumerFunction")]
+    stats = bus.stats.to_json()
+    assert (stats["refused"], stats["dropped"], stats["retried"], stats["invocations"]) == (
+        1,
+        1,
+        0,
+        0,
+    )
 
 
 def test_the_bus_drops_an_event_after_lambdas_async_retries(bus_with: Any) -> None:

@@ -1,34 +1,47 @@
 """The twin authorizes every AWS call a function makes as AWS would (issue 31): each function as
 its own template role, against the target's resource policy too, with the conditions the
-template uses; a refused call is the error botocore raises on AWS.
+template uses; a refused call is the error botocore raises on AWS. And what the services do
+(issue 39): the replay's SQS mapping polls with the replay role, the pipe acts with its role,
+the schedule with its role, a rule invokes its targets by their resource policies.
 
 The template is deployed into moto twice: as it is, and as a broken copy (a sender missing from
 the dead-letter queue policy, a function without the grant its path uses, an operator-tagged
-role). Decisions come from the real evaluator sidecar (infra/local/iam/evaluator).
+role, the replay role without its queue grant, the pipe role without PutEvents). Decisions come
+from the real evaluator sidecar (infra/local/iam/evaluator).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from infra.local import LocalOptions, LocalStack
 from infra.local.cloudformation.deploy import DeployedStack, deploy_stack
-from infra.local.cloudformation.template import SamTemplate
+from infra.local.cloudformation.template import SamTemplate, TemplateError
+from infra.local.events.event_sources import pipe_specs
 from infra.local.iam.authorizer import AuthorizationProfile, Authorizer
 from infra.local.iam.calls import ApiCall, UnmappedCall
 from infra.local.iam.evaluator import EvaluatorSidecar, SidecarEvaluator
-from infra.local.iam.profiles import authorization_profiles
-from infra.local.lambda_.functions import function_specs
+from infra.local.iam.profiles import StackPolicies, authorization_profiles
+from infra.local.iam.service_roles import ServiceAuthorization, authorized_client
+from infra.local.lambda_.functions import FunctionSpec, function_specs
+from infra.local.lambda_.pool import Invocation
+from infra.local.lambda_.triggers import FunctionIndex, QueueSource, queue_sources
+from infra.local.pipes.stream_pipe import StreamPipe
 from infra.local.runtime.aws import AwsEndpoint
 from infra.local.runtime.moto_process import MotoServer
+from infra.local.sqs.queue_poller import QueuePoller, refuse_unauthorized_mapping
 from infra.project_template import TEMPLATE_PATH
 from infra.simulator import Simulator, SimulatorConfig
 from tests.local.support import QUICK_SOLVES
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(300)]
 
@@ -46,9 +59,10 @@ def _statements(template: dict[str, Any], role: str) -> list[dict[str, Any]]:
 
 def broken_copy(document: dict[str, Any]) -> dict[str, Any]:
     """CompatSubmitFunctionRole missing from the queue policy's senders; GetTaskFunctionRole
-    without its ReadTask grant; ReplayFunctionRole granted a send and tagged as an operator;
-    CallbackFunctionRole granted sns:Publish on the alarm topic; SubmitFunctionRole without its
-    WakePoller grant; PollerFunctionRole without the policy attached to it that starts helpers."""
+    without its ReadTask grant; ReplayFunctionRole granted a send, tagged as an operator and
+    without its ConsumeDeadLetterQueue grant; CallbackFunctionRole granted sns:Publish on the
+    alarm topic; SubmitFunctionRole without its WakePoller grant; PollerFunctionRole without the
+    policy attached to it that starts helpers; ResultEventsPipeRole without PublishResults."""
     broken = copy.deepcopy(document)
     resources = broken["Resources"]
     statements = resources["DeadLetterQueuePolicy"]["Properties"]["PolicyDocument"]["Statement"]
@@ -72,6 +86,10 @@ def broken_copy(document: dict[str, Any]) -> dict[str, Any]:
     _statements(broken, "CallbackFunctionRole").append(
         {"Effect": "Allow", "Action": "sns:Publish", "Resource": {"Ref": "AlarmTopic"}}
     )
+    replay = _statements(broken, "ReplayFunctionRole")
+    replay[:] = [s for s in replay if s.get("Sid") != "ConsumeDeadLetterQueue"]
+    pipe = _statements(broken, "ResultEventsPipeRole")
+    pipe[:] = [s for s in pipe if s.get("Sid") != "PublishResults"]
     return broken
 
 
@@ -355,6 +373,155 @@ def test_decisions_are_cached_per_call_shape(
         f"\ntwin authorization: first decision {first * 1000:.2f} ms (sidecar), "
         f"then {cached * 1e6:.1f} us per call (cached)"
     )
+
+
+# ---------------------------------------------------------------- what the services do
+def services(stack: DeployedStack, evaluator: SidecarEvaluator) -> ServiceAuthorization:
+    return ServiceAuthorization(StackPolicies.read(stack, stack.resources.endpoint), evaluator)
+
+
+def replay_mapping(stack: DeployedStack) -> tuple[QueueSource, FunctionSpec]:
+    specs = function_specs(stack, SamTemplate.load(TEMPLATE_PATH).function_code_dirs())
+    (source,) = queue_sources(stack, FunctionIndex(specs), stack.resources.endpoint)
+    return source, specs[source.function]
+
+
+def test_the_replay_mapping_is_created_only_when_the_replay_role_may_poll_its_queue(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    """CreateEventSourceMapping checks the function's role, as CloudFormation reports."""
+    for name in ("real", "broken"):
+        stack = deployed[name]
+        source, replay = replay_mapping(stack)
+        role = services(stack, evaluator).role(replay.role_arn, replay.function_name)
+        if name == "real":
+            refuse_unauthorized_mapping(source, role)
+            continue
+        with pytest.raises(TemplateError) as refused:
+            refuse_unauthorized_mapping(source, role)
+        assert "ReplayFunctionDeadLetters: Resource handler returned message" in str(refused.value)
+        assert "permissions to call ReceiveMessage on SQS (Service: Lambda" in str(refused.value)
+
+
+def test_a_mapping_refused_at_run_time_invokes_nothing_and_leaves_the_messages(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    stack = deployed["broken"]
+    source, replay = replay_mapping(stack)
+    endpoint = stack.resources.endpoint
+    endpoint.client("sqs").send_message(QueueUrl=source.queue_url, MessageBody="{}")
+    role = services(stack, evaluator).role(replay.role_arn, replay.function_name)
+    invoked: list[Any] = []
+
+    def invoke(function: str, event: Any) -> Invocation:
+        invoked.append(event)
+        return Invocation("request")
+
+    poller = QueuePoller(
+        source=source,
+        new_sqs_client=lambda: authorized_client(endpoint.client("sqs"), "replay", role),
+        invoke=invoke,
+        time_scale=60,
+        region=REGION,
+        pollers=1,
+    )
+    poller.start()
+    try:
+        wait_until(lambda: poller.stats.to_json()["failed_polls"] >= 2, timeout=30)
+    finally:
+        poller.stop(3.0)
+    attributes = endpoint.client("sqs").get_queue_attributes(
+        QueueUrl=source.queue_url, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    assert invoked == []
+    assert attributes["ApproximateNumberOfMessages"] == "1"
+
+
+def write_final_result(stack: DeployedStack, task_id: str) -> None:
+    stack.resources.endpoint.client("dynamodb").put_item(
+        TableName=stack.resources.physical_id("TasksTable"),
+        Item={
+            "task_id": {"S": task_id},
+            "status": {"S": "SOLVED"},
+            "submitted_at": {"N": "1764532790.5"},
+            "solution": {"S": "token"},
+        },
+    )
+
+
+def collect(put: list[Any], entries: Sequence[Any]) -> list[str]:
+    put.extend(entries)
+    return [str(index) for index, _ in enumerate(entries)]
+
+
+def test_the_pipe_publishes_with_its_role_and_dead_letters_what_it_may_not_put(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    """The real role reads the stream (DescribeStream, GetShardIterator, GetRecords) and puts;
+    without PublishResults every execution fails, then the batch goes to the pipe's DLQ."""
+    published: dict[str, list[Any]] = {}
+    pipes = []
+    for name in ("real", "broken"):
+        stack = deployed[name]
+        write_final_result(stack, f"task-{name}")
+        spec = replace(pipe_specs(stack)[0], maximum_retry_attempts=1)
+        pipe = StreamPipe(
+            spec,
+            new_client=stack.resources.endpoint.client,
+            put_events=functools.partial(collect, published.setdefault(name, [])),
+            authorizer=services(stack, evaluator).role(spec.role_arn, spec.name),
+        )
+        pipe.start()
+        pipes.append(pipe)
+    broken = pipes[1]
+    try:
+        wait_until(lambda: published["real"], timeout=30)
+        wait_until(lambda: broken.stats.to_json()["dead_lettered_batches"] >= 1, timeout=30)
+    finally:
+        for pipe in pipes:
+            pipe.stop(3.0)
+    assert [entry.detail["task_id"] for entry in published["real"]] == ["task-real"]
+    assert published["broken"] == []
+    assert broken.stats.to_json()["failed_executions"] == 2
+    dlq = deployed["broken"].resources.physical_id("ResultEventsDeadLetterQueue")
+    (message,) = (
+        deployed["broken"]
+        .resources.endpoint.client("sqs")
+        .receive_message(QueueUrl=dlq, WaitTimeSeconds=1)["Messages"]
+    )
+    assert json.loads(message["Body"])["requestContext"]["condition"] == "RetryAttemptsExhausted"
+
+
+def test_a_rule_invokes_its_target_by_the_function_policy_for_that_rule_only(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    stack = deployed["real"]
+    attribute = stack.resources.attribute
+    push = str(attribute("PushFunction", "Arn"))
+    as_eventbridge = services(stack, evaluator)
+    for rule, refused in (
+        ("PushFunctionFinalResults", False),
+        ("PingbackForwardFunctionFinalResults", True),
+    ):
+        refusal = as_eventbridge.invoke_refusal(
+            push, role_arn=None, session_name="", source_arn=str(attribute(rule, "Arn"))
+        )
+        assert (refusal is not None) == refused, rule
+
+
+def test_the_poll_schedule_invokes_with_its_role_the_poller_only(
+    deployed: dict[str, DeployedStack], evaluator: SidecarEvaluator
+) -> None:
+    stack = deployed["real"]
+    attribute = stack.resources.attribute
+    schedule = str(attribute("PollerFunctionPollSchedule", "Arn"))
+    role = str(attribute("PollerFunctionPollScheduleRole", "Arn"))
+    scheduler = services(stack, evaluator)
+    for function, refused in (("PollerFunction", False), ("CallbackFunction", True)):
+        refusal = scheduler.invoke_refusal(
+            str(attribute(function, "Arn")), role_arn=role, session_name="s", source_arn=schedule
+        )
+        assert (refusal is not None) == refused, function
 
 
 # ---------------------------------------------------------------- through a function's worker

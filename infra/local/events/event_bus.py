@@ -12,6 +12,13 @@ A failed invocation is retried LAMBDA_ASYNC_RETRIES times (Lambda's default for 
 invocations), 1 and 2 minutes later as on AWS: NOT divided by the time scale, because what makes
 an invocation fail (a fault window, a dependency down) lasts real seconds here too. Then the
 event is dropped and counted.
+A function target is invoked as events.amazonaws.com, which the function's resource policy
+(AWS::Lambda::Permission) must allow for the rule (its aws:SourceArn), as on AWS
+(https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-resource-based.html#eb-lambda-permissions).
+A delivery it refuses is dropped at once, never retried: "for errors that result from missing
+permissions to a target ... EventBridge sends these events directly to the DLQ, if you have
+one" (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-rule-dlq.html; rule DLQs are
+not emulated).
 Events put locally stay in this process (moto's bus is not involved): `published()` is the log
 of the last PUBLISHED_LOG_LIMIT events. An entry larger than PUT_EVENTS_ENTRY_BYTES is refused
 (no event id, never delivered, logged), as PutEvents refuses it.
@@ -196,6 +203,8 @@ class BusStats(SharedStats):
     sent_to_queues: int = 0
     retried: int = 0
     dropped: int = 0
+    refused: int = 0
+    """Deliveries the target's resource policy refused (dropped too)."""
 
 
 class LocalEventBus:
@@ -208,12 +217,16 @@ class LocalEventBus:
         retry_delays: Sequence[float] = LAMBDA_ASYNC_RETRY_DELAYS_SECONDS,
         workers_of: Callable[[str], int] = lambda function: 2,
         run_time_rules: RunTimeRules | None = None,
+        refusal: Callable[[RuleSpec, str], str | None] | None = None,
     ) -> None:
+        """`refusal(rule, function)`: why AWS would not let the rule invoke that function target
+        (None: it may)."""
         if len(retry_delays) < LAMBDA_ASYNC_RETRIES:
             raise ValueError(f"one retry delay per retry ({LAMBDA_ASYNC_RETRIES})")
         self._rules = list(rules)
         self._run_time_rules = run_time_rules
         self._invoke = invoke
+        self._refusal = refusal
         self._region = region
         self._retry_delays = tuple(retry_delays)
         self._lane_workers = {
@@ -329,6 +342,9 @@ class LocalEventBus:
     def _deliver(self, delivery: _Delivery) -> None:
         if delivery.target in delivery.rule.queues:
             error = self._send_to_queue(delivery)
+        elif self._refused(delivery):
+            self._finished()
+            return
         else:
             invocation = self._invoke(delivery.target, delivery.event)
             self.stats.add(invocations=1)
@@ -351,6 +367,15 @@ class LocalEventBus:
         self.stats.add(retried=1)
         delay = self._retry_delays[delivery.attempt]
         self._retry_later(replace(delivery, attempt=delivery.attempt + 1), delay)
+
+    def _refused(self, delivery: _Delivery) -> bool:
+        refusal = None if self._refusal is None else self._refusal(delivery.rule, delivery.target)
+        if refusal is not None:
+            logger.warning(
+                "%s: event %s dropped: %s", delivery.rule.logical_id, delivery.event["id"], refusal
+            )
+            self.stats.add(refused=1, dropped=1)
+        return refusal is not None
 
     def _send_to_queue(self, delivery: _Delivery) -> str | None:
         """None when sent, else the error; a queue whose policy refuses is not tried again."""

@@ -38,6 +38,8 @@ class PipeSpec:
     bus_name: str
     source: str
     detail_type: str
+    role_arn: str = ""
+    """Its execution role (RoleArn): what it reads, puts and dead-letters with."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,7 @@ def _pipe_spec(
         # What Pipes puts when the parameters leave them out.
         source=str(bus_parameters.get("Source", "Pipe " + stack.resources.physical_id(logical_id))),
         detail_type=str(bus_parameters.get("DetailType", "Event from aws:dynamodb")),
+        role_arn=str(properties.get("RoleArn", "")),
     )
 
 

@@ -3,6 +3,12 @@
 Each fire is an asynchronous invocation, as EventBridge Scheduler's is: a long invocation does
 not hold the next one back (the function's own workers bound how many run at once). Failed
 scheduled invocations are not retried (Lambda's asynchronous retries are not emulated).
+
+Each fire is authorized first, as on AWS: a Scheduler schedule invokes with its Target.RoleArn
+(lambda:InvokeFunction on the function: https://docs.aws.amazon.com/lambda/latest/dg/with-eventbridge-scheduler.html#using-eventbridge-scheduler-execution-role),
+a rule's schedule as events.amazonaws.com by the function's resource policy. A refused fire
+invokes nothing and is counted in `refused` (Scheduler's retries and dead-letter event are not
+emulated).
 """
 
 import json
@@ -10,6 +16,7 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from infra.local.apigateway.gateway import Invoker
@@ -40,15 +47,23 @@ def scheduled_event(schedule: ScheduleSource, region: str, fired_at: float) -> A
 
 class ScheduleRunner:
     def __init__(
-        self, schedules: list[ScheduleSource], invoke: Invoker, time_scale: float, region: str
+        self,
+        schedules: list[ScheduleSource],
+        invoke: Invoker,
+        time_scale: float,
+        region: str,
+        refusal: Callable[[ScheduleSource], str | None] | None = None,
     ) -> None:
+        """`refusal`: why AWS would not let the schedule invoke its target (None: it may)."""
         self._schedules = schedules
         self._invoke = invoke
+        self._refusal = refusal
         self._time_scale = time_scale
         self._region = region
         self._threads = BackgroundThreads()
         self._paused: set[str] = set()
         self.fired: dict[str, int] = {schedule.logical_id: 0 for schedule in schedules}
+        self.refused: dict[str, int] = {schedule.logical_id: 0 for schedule in schedules}
 
     def start(self) -> None:
         for schedule in self._schedules:
@@ -67,8 +82,16 @@ class ScheduleRunner:
         while not self._threads.stopping.wait(max(0.0, next_fire - time.monotonic())):
             if schedule.logical_id not in self._paused:
                 self.fired[schedule.logical_id] += 1
-                threading.Thread(target=self._fire, args=(schedule,), daemon=True).start()
+                if self._authorized(schedule):
+                    threading.Thread(target=self._fire, args=(schedule,), daemon=True).start()
             next_fire = max(next_fire + period, time.monotonic())
+
+    def _authorized(self, schedule: ScheduleSource) -> bool:
+        refusal = None if self._refusal is None else self._refusal(schedule)
+        if refusal is not None:
+            self.refused[schedule.logical_id] += 1
+            logger.warning("%s: not invoked: %s", schedule.logical_id, refusal)
+        return refusal is None
 
     def _fire(self, schedule: ScheduleSource) -> None:
         try:

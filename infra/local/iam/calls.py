@@ -15,6 +15,9 @@ Authorization Reference, https://docs.aws.amazon.com/service-authorization/lates
 - Lambda: https://docs.aws.amazon.com/lambda/latest/dg/lambda-api-permissions-ref.html
   (Invoke is lambda:InvokeFunction on the function's ARN, a version's or alias's ARN when the
   call names one).
+- DynamoDB Streams (a pipe's reads): https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazondynamodb.html
+  (dynamodb:DescribeStream, GetShardIterator, GetRecords on the stream's ARN; a shard iterator
+  starts with its stream's ARN, "<stream arn>|1|...", on AWS as in moto).
 """
 
 from collections.abc import Callable, Mapping, Sequence
@@ -278,6 +281,19 @@ def _lambda(call: ApiCall, site: CallSite) -> list[IamRequest] | None:
     return [IamRequest("lambda:InvokeFunction", arn)]
 
 
+# ---------------------------------------------------------------- DynamoDB Streams
+def _dynamodbstreams(call: ApiCall, _site: CallSite) -> list[IamRequest] | None:
+    if call.operation in ("DescribeStream", "GetShardIterator"):
+        stream = str(call.params["StreamArn"])
+    elif call.operation == "GetRecords":
+        stream = str(call.params["ShardIterator"]).split("|", 1)[0]
+        if not stream.startswith("arn:"):
+            raise UnmappedCall("dynamodbstreams:GetRecords with an iterator naming no stream ARN")
+    else:
+        return None
+    return [IamRequest(f"dynamodb:{call.operation}", stream)]
+
+
 # ---------------------------------------------------------------- STS
 def _sts(call: ApiCall, _site: CallSite) -> list[IamRequest] | None:
     # https://docs.aws.amazon.com/STS/latest/APIReference/API_GetCallerIdentity.html:
@@ -295,5 +311,6 @@ _MAPPERS: dict[str, Callable[[ApiCall, CallSite], list[IamRequest] | None]] = {
     "sns": _sns,
     "apigatewaymanagementapi": _management_api,
     "lambda": _lambda,
+    "dynamodbstreams": _dynamodbstreams,
     "sts": _sts,
 }

@@ -1,14 +1,16 @@
-"""What each function is allowed to do, read from the deployed template: its role (inline and
+"""What each principal is allowed to do, read from the deployed template: each role (inline and
 managed policies, tags) and every resource policy the template gives a target.
 
 Resource policies come from AWS::SQS::QueuePolicy, AWS::SNS::TopicPolicy,
-AWS::Events::EventBusPolicy, AWS::SecretsManager::ResourcePolicy and AWS::KMS::Key (KeyPolicy).
-Every value is resolved by the twin's CloudFormation resolver, as deployed.
+AWS::Events::EventBusPolicy, AWS::SecretsManager::ResourcePolicy, AWS::KMS::Key (KeyPolicy) and
+AWS::Lambda::Permission (a function's policy). Every value is resolved by the twin's
+CloudFormation resolver, as deployed.
 """
 
 import functools
 import json
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
@@ -19,10 +21,51 @@ from infra.local.lambda_.functions import FunctionSpec
 from infra.local.runtime.aws import ACCOUNT_ID, AwsEndpoint
 
 _AWS_MANAGED_PREFIX = "arn:aws:iam::aws:policy/"
+Role = tuple[list[dict[str, Any]], dict[str, str]]
+"""A role's identity policies ([{"name", "policy"}]) and its tags."""
 
 
 class UnsupportedRoleError(ValueError):
-    """A function's role the twin cannot reproduce (no role in the template, say)."""
+    """A role the twin cannot reproduce (no role in the template, say)."""
+
+
+@dataclass(frozen=True)
+class StackPolicies:
+    """Every template role and every resource policy of a deployed stack."""
+
+    region: str
+    roles: Mapping[str, Role]
+    """Role ARN -> its identity policies and tags."""
+    resource_policies: Mapping[str, Policy]
+    """Resource ARN -> its policy (statements of several policy resources merged)."""
+    table_hash_keys: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, stack: DeployedStack, endpoint: AwsEndpoint) -> "StackPolicies":
+        return cls(
+            region=endpoint.region,
+            roles=_roles(stack, endpoint),
+            resource_policies=_resource_policies(stack, endpoint.region),
+            table_hash_keys=dict(_table_hash_keys(stack)),
+        )
+
+    def profile(
+        self, role_arn: str, session_name: str, management_apis: Mapping[str, str] | None = None
+    ) -> AuthorizationProfile:
+        """The principal a service's session of `role_arn` is (a function's, a pipe's, ...)."""
+        if role_arn not in self.roles:
+            raise UnsupportedRoleError(f"role {role_arn} is no template role")
+        identity_policies, tags = self.roles[role_arn]
+        return AuthorizationProfile(
+            function_name=session_name,
+            role_arn=role_arn,
+            principal_tags=tags,
+            identity_policies=identity_policies,
+            resource_policies=dict(self.resource_policies),
+            region=self.region,
+            table_hash_keys=dict(self.table_hash_keys),
+            management_apis=dict(management_apis or {}),
+        )
 
 
 def authorization_profiles(
@@ -30,32 +73,22 @@ def authorization_profiles(
     specs: Mapping[str, FunctionSpec],
     endpoint: AwsEndpoint,
     management_apis: Mapping[str, str],
+    policies: StackPolicies | None = None,
 ) -> dict[str, AuthorizationProfile]:
     """Each function's profile, by logical id; `management_apis`: local base URL -> API id."""
-    roles = _roles(stack, endpoint)
-    resource_policies = _resource_policies(stack, endpoint.region)
-    table_hash_keys = dict(_table_hash_keys(stack))
+    policies = policies or StackPolicies.read(stack, endpoint)
     profiles: dict[str, AuthorizationProfile] = {}
     for logical_id, spec in specs.items():
-        if spec.role_arn not in roles:
-            raise UnsupportedRoleError(f"{logical_id}: role {spec.role_arn} is no template role")
-        identity_policies, tags = roles[spec.role_arn]
-        profiles[logical_id] = AuthorizationProfile(
-            function_name=spec.function_name,
-            role_arn=spec.role_arn,
-            principal_tags=tags,
-            identity_policies=identity_policies,
-            resource_policies=resource_policies,
-            region=endpoint.region,
-            table_hash_keys=table_hash_keys,
-            management_apis=dict(management_apis),
-        )
+        try:
+            profiles[logical_id] = policies.profile(
+                spec.role_arn, spec.function_name, management_apis
+            )
+        except UnsupportedRoleError as unsupported:
+            raise UnsupportedRoleError(f"{logical_id}: {unsupported}") from None
     return profiles
 
 
-def _roles(
-    stack: DeployedStack, endpoint: AwsEndpoint
-) -> dict[str, tuple[list[dict[str, Any]], dict[str, str]]]:
+def _roles(stack: DeployedStack, endpoint: AwsEndpoint) -> dict[str, Role]:
     """Role ARN -> (identity policies, tags)."""
     roles = {}
     attached = _attached_policies(stack)
@@ -139,6 +172,59 @@ def _policies_by_resource(stack: DeployedStack, region: str) -> Iterator[tuple[s
         if "KeyPolicy" in properties:  # Ref of a key is its id
             key_id = stack.resources.physical_id(logical_id)
             yield f"arn:aws:kms:{region}:{ACCOUNT_ID}:key/{key_id}", properties["KeyPolicy"]
+    for logical_id, properties in _permissions(stack):
+        statement = function_policy_statement(logical_id, properties, region)
+        yield str(statement["Resource"]), {"Version": "2012-10-17", "Statement": [statement]}
+
+
+def _permissions(stack: DeployedStack) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every AWS::Lambda::Permission the stack deploys: moto's CloudFormation adds them to its
+    functions but lists them with no physical id, so they are read from the template (their
+    Condition evaluated as CloudFormation does)."""
+    for logical_id, definition in stack.template["Resources"].items():
+        if definition["Type"] != "AWS::Lambda::Permission":
+            continue
+        if "Condition" in definition and not stack.resolver.condition(definition["Condition"]):
+            continue
+        yield logical_id, stack.resolver.resolve(definition.get("Properties", {}))
+
+
+def function_policy_statement(
+    sid: str, permission: Mapping[str, Any], region: str
+) -> dict[str, Any]:
+    """The statement an AWS::Lambda::Permission adds to its function's policy, as Lambda's
+    AddPermission writes it (https://docs.aws.amazon.com/lambda/latest/dg/access-control-resource-based.html,
+    https://docs.aws.amazon.com/lambda/latest/api/API_AddPermission.html): a service principal
+    as {"Service": ...}, an account as its root; SourceArn as ArnLike, SourceAccount and
+    PrincipalOrgID as StringEquals."""
+    function = str(permission["FunctionName"])
+    if not function.startswith("arn:"):
+        function = f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{function}"
+    principal = str(permission["Principal"])
+    if principal.endswith(".amazonaws.com"):
+        principals: Any = {"Service": principal}
+    elif principal.isdigit():
+        principals = {"AWS": f"arn:aws:iam::{principal}:root"}
+    else:
+        principals = "*" if principal == "*" else {"AWS": principal}
+    conditions: dict[str, dict[str, str]] = {}
+    if "SourceArn" in permission:
+        conditions["ArnLike"] = {"AWS:SourceArn": str(permission["SourceArn"])}
+    for key, condition_key in (
+        ("SourceAccount", "AWS:SourceAccount"),
+        ("PrincipalOrgID", "aws:PrincipalOrgID"),
+        ("FunctionUrlAuthType", "lambda:FunctionUrlAuthType"),
+    ):
+        if key in permission:
+            conditions.setdefault("StringEquals", {})[condition_key] = str(permission[key])
+    statement = {
+        "Sid": sid,
+        "Effect": "Allow",
+        "Principal": principals,
+        "Action": str(permission["Action"]),
+        "Resource": function,
+    }
+    return {**statement, "Condition": conditions} if conditions else statement
 
 
 def _bus_arn(properties: Mapping[str, Any], region: str) -> str:

@@ -43,6 +43,10 @@ class ScheduleSource:
     input: str | None
     event_source: str
     """aws.scheduler (EventBridge Scheduler) or aws.events (an EventBridge rule)."""
+    target_arn: str = ""
+    role_arn: str | None = None
+    """A Scheduler schedule's Target.RoleArn: the role it invokes with (a rule has none: it
+    invokes as events.amazonaws.com, by the function's resource policy)."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,8 @@ def _schedule(
         interval_seconds=interval,
         input=target.get("Input"),
         event_source=event_source,
+        target_arn=str(target["Arn"]),
+        role_arn=str(target["RoleArn"]) if "RoleArn" in target else None,
     )
 
 

@@ -16,6 +16,14 @@ made visible, as a retried PutEvents whose first answer was lost would.
 (the record's ApproximateCreationDateTime, to moto's microsecond; AWS rounds it down to the
 second) and when that event was on the bus: the pipe's own delay, and the moment a consumer's
 latency is counted from.
+The pipe acts with its own role (RoleArn), as on AWS
+(https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-pipes-permissions.html): with an
+`authorizer`, its stream reads (dynamodb:DescribeStream, GetShardIterator, GetRecords), its
+PutEvents to the target bus and its dead-letter SendMessage are authorized as that role. A read
+refused is a stream the pipe cannot read (nothing published); a PutEvents refused fails the
+execution, which is retried and then dead-lettered like any target failure ("Insufficient
+permissions on the pipe to invoke the target" is a customer invocation error:
+https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-pipes-error-troubleshooting.html).
 """
 
 from __future__ import annotations
@@ -36,6 +44,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 from infra.local.events.event_bus import BusEntry
 from infra.local.events.event_patterns import matches
 from infra.local.events.event_sources import PipeSpec
+from infra.local.iam.authorizer import Authorizer
+from infra.local.iam.calls import ApiCall
+from infra.local.iam.service_roles import authorized_client
 from infra.local.pipes.input_template import TemplateOutputError, render_detail
 from infra.local.runtime.stats import SharedStats
 from infra.local.runtime.threads import BackgroundThreads
@@ -126,8 +137,11 @@ class StreamPipe:
         duplicate_rate: float = 0.0,
         seed: int | None = None,
         on_execution: Callable[[PipeExecution], None] | None = None,
+        authorizer: Authorizer | None = None,
     ) -> None:
+        """`authorizer`: the pipe role's (None: its calls are not authorized)."""
         self.spec = spec
+        self._authorizer = authorizer
         self._on_execution = on_execution
         self._running = threading.Event()
         self._running.set()
@@ -159,7 +173,7 @@ class StreamPipe:
             return dict(self._first_published)
 
     def _run(self) -> None:
-        streams = self._new_client("dynamodbstreams")
+        streams = self._client("dynamodbstreams")
         iterators = self._shard_iterators(streams)
         while not self._threads.stopping.is_set():
             if not self._running.is_set():
@@ -231,7 +245,8 @@ class StreamPipe:
         started = time.monotonic()
         try:
             entries = [self._entry(record) for record in selected]
-        except TemplateOutputError as failure:
+            self._refuse_unauthorized_put()
+        except (TemplateOutputError, _ExecutionFailed) as failure:
             self._executed(len(selected), started, failed=True)
             raise _ExecutionFailed(str(failure)) from None
         self._put(entries)
@@ -278,6 +293,20 @@ class StreamPipe:
             detail=render_detail(spec.input_template, record, reserved),
         )
 
+    def _client(self, service: str) -> Any:
+        client = self._new_client(service)
+        if self._authorizer is None:
+            return client
+        return authorized_client(client, f"pipe {self.spec.name}", self._authorizer)
+
+    def _refuse_unauthorized_put(self) -> None:
+        if self._authorizer is None:
+            return
+        entries = [{"EventBusName": self.spec.target_arn}]
+        refusal = self._authorizer.refusal(ApiCall("events", "PutEvents", {"Entries": entries}))
+        if refusal is not None:
+            raise _ExecutionFailed(f"AccessDeniedException: {refusal}")
+
     def _put(self, entries: Sequence[BusEntry]) -> None:
         for start in range(0, len(entries), _PUT_EVENTS_MAX_ENTRIES):
             self._put_events(entries[start : start + _PUT_EVENTS_MAX_ENTRIES])
@@ -303,7 +332,10 @@ class StreamPipe:
                 ),
             },
         }
-        sqs = self._new_client("sqs")
+        # Pipes sends to the queue's ARN: the URL lookup is the twin's own, not the role's.
         queue_name = self.spec.dead_letter_arn.rsplit(":", 1)[-1]
-        queue_url = sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
-        sqs.send_message(QueueUrl=queue_url, MessageBody=json.dumps(message))
+        queue_url = self._new_client("sqs").get_queue_url(QueueName=queue_name)["QueueUrl"]
+        try:
+            self._client("sqs").send_message(QueueUrl=queue_url, MessageBody=json.dumps(message))
+        except (BotoCoreError, ClientError) as failure:
+            logger.warning("%s: batch not dead-lettered: %s", self.spec.logical_id, failure)

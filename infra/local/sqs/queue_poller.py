@@ -5,6 +5,13 @@ with ReportBatchItemFailures only the messages not listed in `batchItemFailures`
 invalid list fails the whole batch). Undeleted messages come back after the queue's visibility
 timeout (divided by the time scale, passed on each receive) and moto's redrive policy moves them
 to the dead-letter queue once received maxReceiveCount times.
+
+The mapping polls with the function's execution role, as on AWS
+(https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html, "Setting up Lambda
+execution role permissions"): the runtime gives it an SQS client whose calls are authorized as
+that role (infra/local/iam/service_roles.py). A refused call is the poll failing: nothing is
+delivered and the messages stay in the queue. Lambda also checks the role when the mapping is
+created, and CloudFormation's create fails then: `refuse_unauthorized_mapping`.
 """
 
 import base64
@@ -16,6 +23,9 @@ from typing import Any, Protocol
 from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.local.apigateway.gateway import Invoker
+from infra.local.cloudformation.template import TemplateError
+from infra.local.iam.authorizer import Authorizer
+from infra.local.iam.calls import ApiCall
 from infra.local.lambda_.pool import Invocation, PoolClosed
 from infra.local.lambda_.triggers import QueueSource
 from infra.local.runtime.stats import SharedStats
@@ -25,6 +35,24 @@ logger = logging.getLogger(__name__)
 
 _LONG_POLL_SECONDS = 1
 _RETRY_PAUSE_SECONDS = 1.0
+# What CreateEventSourceMapping checks the execution role for (the permissions the docs list).
+# Its refusal, as CloudFormation reports it, e.g. for DeleteMessage: 'Resource handler returned
+# message: "Invalid request provided: The provided execution role does not have permissions to
+# call DeleteMessage on SQS (Service: Lambda, Status Code: 400, ...)"' (InvalidParameterValue-
+# Exception; reported in https://github.com/aws/aws-cdk/issues/6770 for ReceiveMessage).
+MAPPING_CHECKED_ACTIONS = ("ReceiveMessage", "DeleteMessage", "GetQueueAttributes")
+
+
+def refuse_unauthorized_mapping(source: QueueSource, authorizer: Authorizer) -> None:
+    """TemplateError, as CloudFormation's, if the function's role may not poll the queue."""
+    for operation in MAPPING_CHECKED_ACTIONS:
+        call = ApiCall("sqs", operation, {"QueueUrl": source.queue_url})
+        if authorizer.refusal(call) is not None:
+            raise TemplateError(
+                f'{source.logical_id}: Resource handler returned message: "Invalid request'
+                f" provided: The provided execution role does not have permissions to call"
+                f' {operation} on SQS (Service: Lambda, Status Code: 400)"'
+            )
 
 
 def sqs_event(messages: Sequence[Mapping[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
@@ -105,6 +133,8 @@ class PollerStats(SharedStats):
     batches: int = 0
     messages: int = 0
     deleted: int = 0
+    failed_polls: int = 0
+    """Receives or deletes that failed (a refused role, moto down): nothing delivered."""
 
 
 class QueuePoller:
@@ -130,26 +160,29 @@ class QueuePoller:
         self.stats = PollerStats()
 
     def start(self) -> None:
-        visibility = self._scaled_visibility_timeout()
         for _ in range(self._pollers):
-            self._threads.start(self._poll, self._new_sqs_client(), visibility)
+            self._threads.start(self._poll, self._new_sqs_client())
 
     def stop(self, timeout: float) -> None:
         self._threads.stop(timeout)
 
-    def _scaled_visibility_timeout(self) -> int:
-        attributes = self._new_sqs_client().get_queue_attributes(
+    def _scaled_visibility_timeout(self, sqs: Any) -> int:
+        attributes = sqs.get_queue_attributes(
             QueueUrl=self.source.queue_url, AttributeNames=["VisibilityTimeout"]
         )["Attributes"]
         return max(1, round(int(attributes["VisibilityTimeout"]) / self._time_scale))
 
-    def _poll(self, sqs: Any, visibility_timeout: int) -> None:
+    def _poll(self, sqs: Any) -> None:
+        visibility_timeout: int | None = None
         while not self._threads.stopping.is_set():
             try:
+                if visibility_timeout is None:
+                    visibility_timeout = self._scaled_visibility_timeout(sqs)
                 self._poll_once(sqs, visibility_timeout)
             except PoolClosed:
                 return
             except (BotoCoreError, ClientError) as failure:
+                self.stats.add(failed_polls=1)
                 logger.warning("%s: polling failed: %s", self.source.logical_id, failure)
                 self._threads.stopping.wait(_RETRY_PAUSE_SECONDS)
 
