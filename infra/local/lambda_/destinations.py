@@ -14,6 +14,7 @@ Only SQS destinations are sent here (the only kind the template uses); any other
 as a delivery failure and logged.
 """
 
+import http.client
 import json
 import logging
 import time
@@ -24,6 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.local.iam.authorizer import Authorizer
 from infra.local.iam.calls import ApiCall
+from infra.local.iam.evaluator import EvaluationError
 from infra.local.lambda_.pool import Invocation
 from infra.local.runtime.aws import AwsEndpoint
 
@@ -108,8 +110,10 @@ class DestinationSender:
             if refused is not None:
                 return refused
             self._sqs.send_message(QueueUrl=url, MessageBody=body)
-        except (ClientError, BotoCoreError) as error:
+        except (ClientError, BotoCoreError, OSError, http.client.HTTPException) as error:
             return f"{destination}: {type(error).__name__}"
+        except EvaluationError as error:
+            return f"{destination}: the IAM evaluator could not decide: {error}"
         return None
 
     def _refusal(self, logical_id: str, queue_url: str, body: str) -> str | None:
@@ -117,5 +121,9 @@ class DestinationSender:
         if authorizer is None:
             return None
         call = ApiCall("sqs", "SendMessage", {"QueueUrl": queue_url, "MessageBody": body})
-        refusal = authorizer.refusal(call)
+        try:
+            refusal = authorizer.refusal(call)
+        except (OSError, http.client.HTTPException):
+            # The evaluator closed an idle keep-alive connection; the next call opens a new one.
+            refusal = authorizer.refusal(call)
         return None if refusal is None else f"the function's role may not: {refusal}"
