@@ -2,11 +2,11 @@
 by API) or modelled by a part of it, and the start says which, once; a type that is neither is
 a start-up error, never a stack quietly running without it (issue 41)."""
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from infra.local.cloudformation.deploy import deploy_stack
 from infra.local.cloudformation.template import SamTemplate, TemplateError
@@ -78,7 +78,7 @@ def test_a_type_neither_created_nor_modelled_stops_the_start(
         },
     }
     path = tmp_path / "template.yaml"
-    path.write_text(yaml.safe_dump(document))
+    path.write_text(json.dumps(document))  # JSON is YAML too
     template = SamTemplate.load(path)
 
     with pytest.raises(TemplateError) as refused:
