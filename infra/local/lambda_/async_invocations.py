@@ -253,6 +253,8 @@ class AsyncInvocations:
             )
             self._put(function_queue, queued, time.monotonic() + delay / self._time_scale)
             return
+        if self._threads.stopping.is_set():
+            return  # the stack stopped the function's workers mid-invocation: not its failure
         queued.invoke_count += 1
         queued.last = invocation
         stats.add(attempts=1)
