@@ -338,7 +338,6 @@ class ChaosRun:
             table_write(
                 "SubmitFunction", "delay", scenario.late_pending_rate, scenario.late_pending_seconds
             ),
-            *(self._async.rules_at(at, started) if self._async is not None else []),
         ]
         if at >= scenario.table_down.start:
             rules.insert(
@@ -358,7 +357,9 @@ class ChaosRun:
                     until=started + scenario.dead_letter_down.end,
                 ),
             )
-        return rules
+        # First: a worker applies the first rule that matches a call, and the table outage's
+        # would otherwise take the poller's crash (a sweep that gives up on the table succeeds).
+        return (self._async.rules_at(at, started) if self._async else []) + rules
 
     def _watch(
         self,
