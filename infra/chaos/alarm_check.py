@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from infra.chaos.async_faults import failure_queue
 from infra.chaos.scenario import AlarmFaults, Scenario
 from infra.chaos.verdicts import CheckVerdict
 from infra.local import LocalStack, ReadyInfo
@@ -73,6 +74,11 @@ def expected_alarms(scenario: Scenario) -> list[ExpectedAlarm]:
                 faults.account_error.end,
                 "ProviderAccountErrorAlarm",
             ),
+        ]
+    if scenario.async_faults is not None:
+        found += [
+            ExpectedAlarm(fault, window.start, window.end, failure_queue(function).alarm)
+            for fault, window, function in scenario.async_faults.windows()
         ]
     return found
 

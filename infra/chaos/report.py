@@ -53,6 +53,7 @@ def report_document(result: ChaosResult) -> dict[str, Any]:
         "timeline": result.timeline.events,
         "result_events": result.result_events,
         "alarms": result.alarms.to_json() if result.alarms else None,
+        "async_invocations": result.async_invocations,
     }
 
 
@@ -121,11 +122,41 @@ def summary_text(document: dict[str, Any]) -> str:
         )
     events = document.get("result_events")
     lines.append(result_events_line(events))
+    lines.extend(_async_lines(document.get("async_invocations")))
     lines.extend(_alarm_lines(document.get("alarms")))
     alarms_passed = document.get("alarms") is None or document["alarms"]["passed"]
     passed = verdict["passed"] and bool(events and events["passed"]) and alarms_passed
     lines.append(f"  verdict: {'PASS' if passed else 'FAIL'}")
     return "\n".join(lines)
+
+
+def _async_lines(report: dict[str, Any] | None) -> list[str]:
+    """Lambda's asynchronous queue per function (attempts, retries, records kept) and what the
+    operator did with each failure queue (infra.chaos.async_faults)."""
+    if report is None:
+        return []
+    lines = ["  asynchronous invocations (Lambda's retries and on-failure destinations):"]
+    for function, stats in report["functions"].items():
+        lines.append(
+            f"    {function}: {stats['accepted']} events, {stats['attempts']} attempts,"
+            f" {stats['retried']} retried, {stats['throttled']} throttled,"
+            f" {stats['retries_exhausted']} retries exhausted,"
+            f" {stats['event_age_exceeded']} too old, {stats['sent_to_destination']} records"
+            f" sent, {stats['destination_delivery_failures']} not delivered"
+        )
+    for queue, kept in report["failure_queues"].items():
+        records = ", ".join(f"{n} {condition}" for condition, n in kept["records"].items())
+        lines.append(
+            f"    {queue}: {records or 'no record'}; redriven {kept['redriven']},"
+            f" read and deleted {kept['deleted']}"
+        )
+    forwarded = report["forwarded"]
+    lines.append(
+        f"    forwarded tasks: {forwarded['submitted']} submitted with pingback=,"
+        f" {forwarded['received_by_target']} reached the worker's receiver,"
+        f" {forwarded['refused_while_down']} forwards refused while it was down"
+    )
+    return lines
 
 
 def _alarm_lines(alarms: dict[str, Any] | None) -> list[str]:

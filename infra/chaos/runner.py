@@ -21,6 +21,7 @@ from infra.chaos.alarm_check import (
     settle_seconds,
     subscribe_queue_to_alarms,
 )
+from infra.chaos.async_faults import AsyncFaultRun
 from infra.chaos.baseline import SeedBaseline
 from infra.chaos.checker import (
     Verdict,
@@ -97,6 +98,7 @@ class ChaosResult:
     duration_seconds: float
     result_events: dict[str, Any] | None = None
     alarms: AlarmVerdict | None = None
+    async_invocations: dict[str, Any] | None = None
     workload: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -122,6 +124,7 @@ class ChaosRun:
         self.timeline = Timeline()
         self._stop = threading.Event()
         self._workload_over = threading.Event()
+        self._async: AsyncFaultRun | None = None
 
     def run(self) -> ChaosResult:
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -137,6 +140,8 @@ class ChaosRun:
             return self._drive(simulator, stack, info, baseline_parts)
         finally:
             self._stop.set()
+            if self._async is not None:
+                self._async.close()
             if baseline_parts:
                 baseline_parts[1].stop()
                 baseline_parts[0].stop()
@@ -202,6 +207,9 @@ class ChaosRun:
                 )
             )
         alarm_inbox = subscribe_queue_to_alarms(info)
+        if self.scenario.async_faults is not None:
+            self._async = AsyncFaultRun(self.scenario.async_faults, stack, self.scenario.faults_end)
+            self._async.start(started, self._stop)
         injector = self._alarm_injector(stack, simulator)
         if injector is not None:
             background.append(threading.Thread(target=injector.run, args=(started, self._stop)))
@@ -227,8 +235,10 @@ class ChaosRun:
         self._waiters.join(timeout=PATIENCE_SECONDS)
         self.timeline.note(drained.ended_at - started, f"verdict read ({drained.reason})")
         alarm_verdict = self._check_alarms(stack, info, injector, alarm_inbox, started)
+        async_report = self._async.finish() if self._async is not None else None
         result = self._conclude(simulator, stack, info, aws, submits, baseline_parts, started)
         result.alarms = alarm_verdict
+        result.async_invocations = async_report
         result.workload = _workload_report(self.scenario, submits, drained, started)
         return result
 
@@ -294,6 +304,7 @@ class ChaosRun:
             (scenario.table_down.end, "table back", lambda: None),
             (scenario.dead_letter_down.start, "DLQ unavailable", lambda: None),
             (scenario.dead_letter_down.end, "DLQ back", lambda: None),
+            *(self._async.events() if self._async is not None else []),
         ]
         for at, what, action in sorted(events, key=lambda event: event[0]):
             if self._stop.wait(max(0.0, started + at - time.time())):
@@ -346,7 +357,9 @@ class ChaosRun:
                     until=started + scenario.dead_letter_down.end,
                 ),
             )
-        return rules
+        # First: a worker applies the first rule that matches a call, and the table outage's
+        # would otherwise take the poller's crash (a sweep that gives up on the table succeeds).
+        return (self._async.rules_at(at, started) if self._async else []) + rules
 
     def _watch(
         self,

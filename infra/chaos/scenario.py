@@ -42,6 +42,34 @@ class AlarmFaults:
 
 
 @dataclass(frozen=True)
+class AsyncFaults:
+    """Failures of asynchronously invoked functions, each retried by Lambda and kept in the
+    function's failure queue, whose alarm must fire (infra.chaos.async_faults)."""
+
+    consumer_crash: Window
+    """The example result consumer crashes right after its result write."""
+    forward_target_down: Window
+    """The workers' own pingback receiver (the forwarder's target) answers 503."""
+    poller_failing: Window
+    """Every poller invocation, woken or scheduled, crashes."""
+    forwarded_tasks: int = 30
+    """Tasks submitted through in.php with a pingback= to the loopback target."""
+    forwarded_over_seconds: float = 50.0
+
+    def windows(self) -> list[tuple[str, Window, str]]:
+        """Each fault, its window, and the function whose failure queue must report it."""
+        return [
+            ("result consumer crashing", self.consumer_crash, "ResultConsumerFunction"),
+            ("forward target down", self.forward_target_down, "PingbackForwardFunction"),
+            ("poller failing", self.poller_failing, "PollerFunction"),
+        ]
+
+    @property
+    def end(self) -> float:
+        return max(window.end for _, window, _ in self.windows())
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     tasks: int
@@ -70,6 +98,7 @@ class Scenario:
     """How often the run looks at the table, the queues and the truth (a Scan of the table)."""
     alarm_faults: AlarmFaults | None = None
     """None: a clean run, in which no alarm may fire."""
+    async_faults: AsyncFaults | None = None
     attacker: bool = True
     """Forged pingbacks (other tasks' URLs, future ids, made-up secrets) during the workload."""
     waiting_every: int = 10
@@ -78,7 +107,8 @@ class Scenario:
     @property
     def faults_end(self) -> float:
         windows = (self.gateway_down, self.table_down, self.dead_letter_down)
-        return max(self.submit_seconds, *(window.end for window in windows))
+        async_end = self.async_faults.end if self.async_faults else 0.0
+        return max(self.submit_seconds, async_end, *(window.end for window in windows))
 
     def parameter_overrides(self) -> dict[str, str]:
         return {
@@ -91,6 +121,8 @@ class Scenario:
             # the number of receives before parking must cover the table outage at that pace:
             # 10 x 15 s here, like 5 x 180 s = 15 min on AWS.
             "MaxReceiveCount": "10",
+            # The forwarded tasks' pingback receiver is on 127.0.0.1 (async_faults).
+            "AllowLoopbackPingbacks": "true" if self.async_faults else "false",
         }
 
     @property
@@ -178,8 +210,15 @@ CI_ALARM_FAULTS = AlarmFaults(
     poller_stopped=Window(15, 40),
     account_error=Window(56, 3),
 )
-CI = replace(CI, alarm_faults=CI_ALARM_FAULTS)
-DEMO = replace(DEMO, alarm_faults=CI_ALARM_FAULTS)
+# Each window long enough that the events arriving in its first part fail Lambda's three
+# attempts (at t, t + 5 s and t + 15 s at the runs' time scale) and reach the failure queue.
+CI_ASYNC_FAULTS = AsyncFaults(
+    consumer_crash=Window(20, 20),
+    forward_target_down=Window(20, 30),
+    poller_failing=Window(50, 12),
+)
+CI = replace(CI, alarm_faults=CI_ALARM_FAULTS, async_faults=CI_ASYNC_FAULTS)
+DEMO = replace(DEMO, alarm_faults=CI_ALARM_FAULTS, async_faults=CI_ASYNC_FAULTS)
 
 FULL = replace(CI, name="full", tasks=2000, submit_seconds=120)
 
@@ -196,6 +235,7 @@ CLEAN = replace(
     late_pending_rate=0.0,
     simulator={**CI.simulator, "unsolvable_rate": 0.0, "faults": {}},
     alarm_faults=None,
+    async_faults=None,
     attacker=False,
 )
 

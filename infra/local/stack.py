@@ -29,6 +29,8 @@ from infra.local.events.scheduler import ScheduleRunner
 from infra.local.iam.evaluator import EvaluatorSidecar, SidecarEvaluator
 from infra.local.iam.profiles import StackPolicies, authorization_profiles
 from infra.local.iam.service_roles import ServiceAuthorization, authorized_client
+from infra.local.lambda_.async_invocations import AsyncInvocations, accepted, read_async_configs
+from infra.local.lambda_.destinations import DestinationSender
 from infra.local.lambda_.functions import FunctionSpec, function_specs
 from infra.local.lambda_.invoke_api import LambdaInvokeApi, endpoint_url, lambda_invoke_server
 from infra.local.lambda_.pool import FunctionPool, Invocation, worker_environment
@@ -180,6 +182,8 @@ class LocalStack(Service):
         self._event_pipes: list[StreamPipe] = []
         self._control: LocalHttpServer | None = None
         self._lambda_api: LocalHttpServer | None = None
+        self._async: AsyncInvocations | None = None
+        self._rule_functions: frozenset[str] = frozenset()
         self._cloudwatch: LocalCloudWatch | None = None
         self._iam_evaluator: EvaluatorSidecar | None = None
         self._services: ServiceAuthorization | None = None
@@ -215,6 +219,7 @@ class LocalStack(Service):
             ("schedules", self._stop_schedules),
             ("SQS pollers", self._stop_pollers),
             ("event pipes and bus", self._stop_result_events),
+            ("asynchronous invocations", self._stop_async),
             ("requests in flight", self._drain_gateway),
             ("function workers", self._stop_pools),
             ("IAM evaluator", self._stop_iam_evaluator),
@@ -236,6 +241,27 @@ class LocalStack(Service):
         if self._cloudwatch is not None:
             self._cloudwatch.record_invocation(logical_id, invocation)
         return invocation
+
+    def try_invoke(self, logical_id: str, event: Any, wait_seconds: float) -> Invocation | None:
+        """An invocation if a worker of the function is free within `wait_seconds`, else None
+        (throttled): what Lambda's asynchronous queue does with an event it picks up."""
+        pool = self._pools.get(logical_id)
+        if pool is None:
+            raise UnknownFunction(logical_id)
+        invocation = pool.try_invoke(event, wait_seconds)
+        if invocation is not None and self._cloudwatch is not None:
+            self._cloudwatch.record_invocation(logical_id, invocation)
+        return invocation
+
+    def invoke_async(self, logical_id: str, event: Any) -> str:
+        """Queue an asynchronous invocation (InvocationType Event); its request id."""
+        if self._async is None or logical_id not in self._pools:
+            raise UnknownFunction(logical_id)
+        return self._async.submit(logical_id, event)
+
+    def asynchronous_invocations(self) -> dict[str, Any]:
+        """Per function: events accepted, attempts, retries, throttles, records sent, backlog."""
+        return self._async.report() if self._async is not None else {}
 
     def set_gateway(self, up: bool) -> None:
         assert self._gateway is not None
@@ -307,6 +333,7 @@ class LocalStack(Service):
             "websocket_apis": {
                 api.spec.logical_id: api.stats.to_json() for api in self._websocket_apis
             },
+            "async_invocations": self.asynchronous_invocations(),
             "lambda_invoke_api": self._lambda_invoke_api().stats.to_json()
             if self._lambda_api is not None
             else {},
@@ -330,12 +357,18 @@ class LocalStack(Service):
         return pipes_caught_up and self.result_events_backlog() == 0
 
     def result_events_backlog(self) -> int:
-        """Bus deliveries not finished yet (queued, running, or waiting for a retry)."""
-        return 0 if self._event_bus is None else self._event_bus.backlog()
+        """Bus deliveries not finished yet (queued, running, or waiting for a retry), and the
+        events the rules' target functions have in their asynchronous queues."""
+        bus = 0 if self._event_bus is None else self._event_bus.backlog()
+        queued = 0 if self._async is None else self._async.backlog(self._rule_functions)
+        return bus + queued
 
     def result_events_finished(self) -> int:
-        """Bus deliveries ended so far: grows while the consumers work off a backlog."""
-        return 0 if self._event_bus is None else self._event_bus.finished()
+        """Bus deliveries and the rules' target functions' asynchronous events ended so far:
+        grows while the consumers work off a backlog."""
+        bus = 0 if self._event_bus is None else self._event_bus.finished()
+        ended = 0 if self._async is None else self._async.finished(self._rule_functions)
+        return bus + ended
 
     def info(self) -> dict[str, Any]:
         return self.ready.to_json()
@@ -375,9 +408,11 @@ class LocalStack(Service):
         self._start_websocket_apis(stack, functions)
         authorizations = self._authorizations(stack, specs, endpoint, log_dir)
         queues = self._event_source_mappings(stack, functions, endpoint, specs)
-        self._lambda_api = lambda_invoke_server(functions, self.invoke)
+        self._async = self._asynchronous_queues(specs, endpoint)
+        self._lambda_api = lambda_invoke_server(functions, self.invoke, self.invoke_async)
         self._lambda_api.start()
         self._start_pools(specs, authorizations, endpoint, log_dir)
+        self._async.start()
         self._start_triggers(stack, functions, endpoint, queues, specs)
         self._start_result_events(stack, functions, endpoint, specs)
         self._cloudwatch.start()
@@ -456,6 +491,32 @@ class LocalStack(Service):
             logical_id: {"profile": profile.to_json(), "evaluator_url": evaluator_url}
             for logical_id, profile in profiles.items()
         }
+
+    def _asynchronous_queues(
+        self, specs: Mapping[str, FunctionSpec], endpoint: AwsEndpoint
+    ) -> AsyncInvocations:
+        """Each function's asynchronous queue, run by its EventInvokeConfig; records go to its
+        destinations as its execution role, as Lambda sends them."""
+        services = self._services
+        authorizers = {
+            logical_id: None if services is None else services.function_role(spec)
+            for logical_id, spec in specs.items()
+        }
+        names = {logical_id: spec.function_name for logical_id, spec in specs.items()}
+        return AsyncInvocations(
+            read_async_configs(endpoint.client("lambda"), names),
+            {logical_id: spec.arn for logical_id, spec in specs.items()},
+            try_invoke=self.try_invoke,
+            send_record=DestinationSender(endpoint, authorizers).send,
+            time_scale=self.options.time_scale,
+            workers_of=self._workers,
+        )
+
+    def _accept_async(self, logical_id: str, event: Any) -> Invocation:
+        """How EventBridge rules and schedules invoke a function: asynchronously, done once
+        Lambda queued the event (https://docs.aws.amazon.com/lambda/latest/dg/with-eventbridge.html,
+        https://docs.aws.amazon.com/scheduler/latest/UserGuide/managing-targets-templated.html)."""
+        return accepted(self.invoke_async(logical_id, event))
 
     def _start_pools(
         self,
@@ -545,7 +606,7 @@ class LocalStack(Service):
         services = self._services
         self._schedules = ScheduleRunner(
             schedules(stack, functions),
-            self.invoke,
+            self._accept_async,
             options.time_scale,
             endpoint.region,
             refusal=None if services is None else services.schedule_refusals(specs),
@@ -581,9 +642,10 @@ class LocalStack(Service):
         options = self.options
         rules = rule_specs(stack, functions)
         services = self._services
+        self._rule_functions = frozenset(name for rule in rules for name in rule.functions)
         self._event_bus = LocalEventBus(
             rules,
-            self.invoke,
+            self._accept_async,
             region=endpoint.region,
             workers_of=self._workers,
             run_time_rules=RunTimeRules(endpoint.client, (rule.name for rule in rules)),
@@ -715,6 +777,10 @@ class LocalStack(Service):
         if self._event_bus is not None:
             self._event_bus.stop(_TRIGGER_STOP_SECONDS)
             self._event_bus = None
+
+    def _stop_async(self) -> None:
+        if self._async is not None:
+            self._async.stop(_TRIGGER_STOP_SECONDS)
 
     def _stop_pools(self) -> None:
         stoppers = [threading.Thread(target=pool.stop) for pool in self._pools.values()]

@@ -42,6 +42,9 @@ def test_every_fault_of_the_ci_run_names_its_alarm() -> None:
         ("expired task", "TaskExpiredAlarm"),
         ("poller stopped", "PollerNotRunningAlarm"),
         ("account error", "ProviderAccountErrorAlarm"),
+        ("result consumer crashing", "ResultConsumerFailedAlarm"),
+        ("forward target down", "PingbackForwardFailedAlarm"),
+        ("poller failing", "PollerFailedEventsAlarm"),
     }
     assert expected_alarms(CLEAN) == []
 

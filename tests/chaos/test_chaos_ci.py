@@ -19,8 +19,12 @@ def test_ci_chaos_run_loses_nothing_and_stores_every_result_once(tmp_path: Path)
     result = ChaosRun(CI, tmp_path, progress=lambda line: None).run()
     print("\n" + write_report(result, tmp_path))
     verdict = result.verdict
-    # Submits refused during the injected account error (502) never became tasks.
-    assert verdict.tasks + result.submits["answers"].get(502, 0) == CI.tasks
+    asynchronous = result.async_invocations
+    assert asynchronous is not None
+    forwarded = asynchronous["forwarded"]["submitted"]
+    # Submits refused during the injected account error (502) never became tasks; the forwarded
+    # tasks (in.php with pingback=) came on top of the workload's.
+    assert verdict.tasks + result.submits["answers"].get(502, 0) == CI.tasks + forwarded
     assert verdict.lost == []
     assert verdict.wrong_code == []
     assert verdict.written_more_than_once == []
@@ -49,6 +53,22 @@ def test_ci_chaos_run_loses_nothing_and_stores_every_result_once(tmp_path: Path)
     events = result.result_events
     assert events is not None and events["passed"], events
     assert events["events_published"] > events["published_results"] >= events["final_results"]
+    # Lambda retried the crashing consumer and the forwarder whose target was down, kept what
+    # it gave up on in their failure queues (the poller's too), and the operator fed the
+    # consumer's back to it: every result applied once (events["passed"] above).
+    functions = asynchronous["functions"]
+    for function in ("ResultConsumerFunction", "PingbackForwardFunction"):
+        assert functions[function]["retried"] > 0, function
+    kept = asynchronous["failure_queues"]
+    for queue in (
+        "ResultConsumerFailedQueue",
+        "PingbackForwardFailedQueue",
+        "PollerFailedEventsQueue",
+    ):
+        assert sum(kept[queue]["records"].values()) > 0, queue
+    assert kept["ResultConsumerFailedQueue"]["redriven"] == sum(
+        kept["ResultConsumerFailedQueue"]["records"].values()
+    )
     alarms = result.alarms
     assert alarms is not None
     assert alarms.not_raised == [], alarms.raised

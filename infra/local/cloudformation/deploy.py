@@ -31,9 +31,11 @@ from infra.local.cloudformation.local_resources import (
     ORIGIN_ABSENT,
     ORIGIN_API,
     ORIGIN_CLOUDFORMATION,
+    ORIGIN_RUNTIME,
     LocalIdentity,
     LocalResourceContext,
     local_kind,
+    played_by,
 )
 from infra.local.cloudformation.template import SamTemplate, TemplateError
 from infra.local.runtime.aws import ACCOUNT_ID, AwsEndpoint
@@ -142,6 +144,7 @@ def deploy_stack(
         logical_id: _identify(early_context, logical_id, translated["Resources"][logical_id])
         for logical_id in local_ids
     }
+    _say_how_each_type_exists(translated, moto_types, identities)
     moto_template = _template_for_moto(translated, moto_types, identities)
     _declare_ssm_parameters_resolved(moto_template, template.ssm_parameter_types())
     stack_id = _create_stack(endpoint, stack_name, moto_template, parameter_values)
@@ -211,6 +214,42 @@ def _declare_ssm_parameters_resolved(
         declaration = moto_template["Parameters"][name]
         declaration["Type"] = "CommaDelimitedList" if "List<" in parameter_type else "String"
         declaration.pop("Default", None)
+
+
+def _say_how_each_type_exists(
+    translated: Mapping[str, Any],
+    moto_types: frozenset[str],
+    identities: Mapping[str, LocalIdentity],
+) -> None:
+    """Log once how the twin makes each resource type the template declares: created (by moto's
+    CloudFormation or by API) or modelled by a part of the twin. A type that is neither is
+    refused: the stack would run without it and nothing would say so."""
+    created: set[str] = set()
+    modelled: dict[str, str] = {}
+    absent: dict[str, list[str]] = {}
+    for logical_id, definition in translated["Resources"].items():
+        resource_type = definition["Type"]
+        identity = identities.get(logical_id)
+        if identity is None:
+            if _moto_can_create(resource_type, moto_types):
+                created.add(resource_type)
+        elif identity.origin == ORIGIN_ABSENT:
+            absent.setdefault(resource_type, []).append(logical_id)
+        elif identity.origin == ORIGIN_RUNTIME:
+            modelled[resource_type] = played_by(resource_type)
+        else:
+            created.add(resource_type)
+    if absent:
+        listed = "; ".join(f"{kind} ({', '.join(ids)})" for kind, ids in sorted(absent.items()))
+        raise TemplateError(
+            f"resource types neither created nor modelled by the twin: {listed}"
+            " (infra/local/cloudformation/local_resources.py)"
+        )
+    logger.info(
+        "resource types created: %s; modelled, not created: %s",
+        ", ".join(sorted(created)),
+        ", ".join(f"{kind} by {who}" for kind, who in sorted(modelled.items())),
+    )
 
 
 def _moto_can_create(resource_type: str, moto_types: frozenset[str]) -> bool:
@@ -403,8 +442,6 @@ def _create_local_resources(
     for logical_id, identity in identities.items():
         resource_type = translated["Resources"][logical_id]["Type"]
         if identity.origin != ORIGIN_API:
-            if identity.origin == ORIGIN_ABSENT:
-                logger.warning("%s (%s) does not exist locally", logical_id, resource_type)
             continue
         properties = translated["Resources"][logical_id].get("Properties", {})
         try:

@@ -210,6 +210,8 @@ class SnsSubscription:
 class Pipe:
     """An EventBridge Pipe: named here, run by the runtime (infra.local.pipes.stream_pipe)."""
 
+    played_by = "infra/local/pipes"
+
     def identify(
         self, context: LocalResourceContext, logical_id: str, properties: Mapping[str, Any]
     ) -> LocalIdentity:
@@ -271,11 +273,38 @@ class EventRule:
         context.client("events").put_rule(**request)
 
 
-class PlayedByRuntime:
-    """Exists only as behaviour of the runtime (event source mappings, API stages and routes)."""
+class EventInvokeConfig:
+    """A function's asynchronous invocation settings, put in moto's Lambda by
+    PutFunctionEventInvokeConfig (held to botocore's model: MaximumRetryAttempts 0-2,
+    MaximumEventAgeInSeconds 60-21600); the runtime reads them back and runs its functions'
+    asynchronous queues by them (infra.local.lambda_.async_invocations).
+    https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-lambda-eventinvokeconfig.html
+    """
 
-    def __init__(self, name_property: str | None = None) -> None:
+    _NUMBER_PROPERTIES = ("MaximumRetryAttempts", "MaximumEventAgeInSeconds")
+
+    def identify(
+        self, context: LocalResourceContext, logical_id: str, properties: Mapping[str, Any]
+    ) -> LocalIdentity:
+        return LocalIdentity(str(uuid.uuid4()), ORIGIN_API)
+
+    def create(
+        self, context: LocalResourceContext, identity: LocalIdentity, properties: Mapping[str, Any]
+    ) -> None:
+        request = {key: value for key, value in properties.items() if key != "Qualifier"}
+        for key in self._NUMBER_PROPERTIES:
+            if key in request:
+                request[key] = int(request[key])
+        context.client("lambda").put_function_event_invoke_config(**request)
+
+
+class PlayedByRuntime:
+    """Exists only as behaviour of the runtime (event source mappings, API stages and routes), or
+    as what a part of the twin reads from the template (resource policies, metric filters)."""
+
+    def __init__(self, name_property: str | None = None, *, by: str = "the runtime") -> None:
         self._name_property = name_property
+        self.played_by = by
 
     def identify(
         self, context: LocalResourceContext, logical_id: str, properties: Mapping[str, Any]
@@ -292,7 +321,7 @@ class PlayedByRuntime:
 
 
 class NotCreated:
-    """A type neither moto nor this runtime implements: a placeholder name, listed as absent."""
+    """A type neither moto nor this runtime implements: deploy refuses a template with one."""
 
     def identify(
         self, context: LocalResourceContext, logical_id: str, properties: Mapping[str, Any]
@@ -305,21 +334,28 @@ class NotCreated:
         """Nothing to create."""
 
 
+_RESOURCE_POLICIES = "infra/local/iam (resource policies)"
+_GATEWAY = "infra/local/apigateway"
 _KINDS: dict[str, LocalKind] = {
     "AWS::SecretsManager::Secret": Secret(),
     "AWS::CloudWatch::Alarm": MetricAlarm(),
     "AWS::Scheduler::Schedule": Schedule(),
     "AWS::ApiGatewayV2::Api": HttpApi(),
     "AWS::SNS::Subscription": SnsSubscription(),
-    "AWS::Lambda::EventSourceMapping": PlayedByRuntime(),
+    "AWS::Lambda::EventSourceMapping": PlayedByRuntime(by="infra/local/sqs (queue pollers)"),
     "AWS::Pipes::Pipe": Pipe(),
     "AWS::Events::Rule": EventRule(),
     "AWS::Events::EventBus": EventBus(),
-    "AWS::ApiGatewayV2::Stage": PlayedByRuntime(name_property="StageName"),
-    "AWS::ApiGatewayV2::Route": PlayedByRuntime(),
-    "AWS::ApiGatewayV2::Integration": PlayedByRuntime(),
-    "AWS::ApiGatewayV2::Authorizer": PlayedByRuntime(),
-    "AWS::ApiGatewayV2::Deployment": PlayedByRuntime(),
+    "AWS::ApiGatewayV2::Stage": PlayedByRuntime(name_property="StageName", by=_GATEWAY),
+    "AWS::ApiGatewayV2::Route": PlayedByRuntime(by=_GATEWAY),
+    "AWS::ApiGatewayV2::Integration": PlayedByRuntime(by=_GATEWAY),
+    "AWS::ApiGatewayV2::Authorizer": PlayedByRuntime(by=_GATEWAY),
+    "AWS::ApiGatewayV2::Deployment": PlayedByRuntime(by=_GATEWAY),
+    "AWS::Lambda::EventInvokeConfig": EventInvokeConfig(),
+    "AWS::Logs::MetricFilter": PlayedByRuntime(by="infra/local/cloudwatch (access log filters)"),
+    "AWS::SQS::QueuePolicy": PlayedByRuntime(by=_RESOURCE_POLICIES),
+    "AWS::SNS::TopicPolicy": PlayedByRuntime(by=_RESOURCE_POLICIES),
+    "AWS::Events::EventBusPolicy": PlayedByRuntime(by=_RESOURCE_POLICIES),
 }
 
 # moto's CloudFormation knows these, but creating them in moto would start moto's own Lambda
@@ -332,3 +368,8 @@ MOTO_UNSAFE_TYPES = frozenset(
 
 def local_kind(resource_type: str) -> LocalKind:
     return _KINDS.get(resource_type, NotCreated())
+
+
+def played_by(resource_type: str) -> str:
+    """Which part of the twin models a type it does not create (ORIGIN_RUNTIME)."""
+    return str(getattr(_KINDS.get(resource_type), "played_by", "the runtime"))

@@ -8,10 +8,11 @@ another's events back: a function target gets as many deliveries at once as it h
 queue targets of run-time rules share one lane. With one lane for every target, the soak's push
 function got its events minutes late behind the result consumer's.
 
-A failed invocation is retried LAMBDA_ASYNC_RETRIES times (Lambda's default for asynchronous
-invocations), 1 and 2 minutes later as on AWS: NOT divided by the time scale, because what makes
-an invocation fail (a fault window, a dependency down) lasts real seconds here too. Then the
-event is dropped and counted.
+The stack's invoker hands a function target's event to the function's asynchronous queue
+(infra/local/lambda_/async_invocations.py: Lambda's own retries and on-failure destination), so
+a delivery ends once Lambda accepted it. A delivery that failed is retried LAMBDA_ASYNC_RETRIES
+times, 1 and 2 minutes later, NOT divided by the time scale; then the event is dropped and
+counted.
 A function target is invoked as events.amazonaws.com, which the function's resource policy
 (AWS::Lambda::Permission) must allow for the rule (its aws:SourceArn), as on AWS
 (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-use-resource-based.html#eb-lambda-permissions).

@@ -1,8 +1,8 @@
 """Fires the template's rate() schedules, their period divided by the time scale.
 
-Each fire is an asynchronous invocation, as EventBridge Scheduler's is: a long invocation does
-not hold the next one back (the function's own workers bound how many run at once). Failed
-scheduled invocations are not retried (Lambda's asynchronous retries are not emulated).
+Each fire is an asynchronous invocation, as EventBridge Scheduler's is: the stack hands it to the
+function's asynchronous queue (infra/local/lambda_/async_invocations.py), where Lambda's retries,
+event age and on-failure destination apply; a long invocation does not hold the next one back.
 
 Each fire is authorized first, as on AWS: a Scheduler schedule invokes with its Target.RoleArn
 (lambda:InvokeFunction on the function: https://docs.aws.amazon.com/lambda/latest/dg/with-eventbridge-scheduler.html#using-eventbridge-scheduler-execution-role),

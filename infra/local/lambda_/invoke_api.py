@@ -8,21 +8,20 @@ before it queues the event. https://docs.aws.amazon.com/lambda/latest/api/API_In
 
 - ``POST /2015-03-31/functions/{FunctionName}/invocations``, FunctionName a name, an ARN or a
   partial ARN (``123456789012:function:name``), ``X-Amz-Invocation-Type`` header.
-- ``Event``: 202 with no body once the event is queued; the function runs in the background
-  (here: at once, in a worker of the function when one is free). Payload up to 1 MB.
+- ``Event``: 202 with no body once the event is in the function's asynchronous queue, which
+  runs, retries and gives up on it as Lambda does (async_invocations.py). Payload up to 1 MB.
 - ``RequestResponse`` (the default): 200 with the function's response, ``X-Amz-Function-Error:
   Unhandled`` when it failed; payload up to 6 MB. ``DryRun``: 204.
 - An unknown function: 404 ``ResourceNotFoundException``; a payload too large: 413
   ``RequestEntityTooLargeException``; not JSON: 400 ``InvalidRequestContentException``.
-Not emulated: asynchronous retries and destinations, throttling (429: invocations wait for a
-free worker instead), qualifiers other than ``$LATEST``, ClientContext, log tails.
+Not emulated: throttling of synchronous invocations (429: they wait for a free worker instead),
+qualifiers other than ``$LATEST``, ClientContext, log tails.
 """
 
 import json
-import logging
-import threading
 import urllib.parse
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,13 +33,13 @@ from infra.local.lambda_.triggers import FunctionIndex
 from infra.local.runtime.http_server import LOCALHOST, LocalHttpServer, QuietHandler
 from infra.local.runtime.stats import SharedStats
 
-logger = logging.getLogger(__name__)
-
 _PATH_PREFIX = "/2015-03-31/functions/"
 _PATH_SUFFIX = "/invocations"
 # Invoke's payload quotas, by invocation type (the page above).
 MAX_PAYLOAD_BYTES = {"Event": 1024 * 1024, "RequestResponse": 6 * 1024 * 1024, "DryRun": 0}
 _LATEST = "$LATEST"
+AsyncInvoker = Callable[[str, Any], str]
+"""(function logical id, event) -> the request id of the event queued for it."""
 
 
 @dataclass
@@ -67,9 +66,12 @@ class _Call:
 
 
 class LambdaInvokeApi:
-    def __init__(self, functions: FunctionIndex, invoke: Invoker) -> None:
+    def __init__(
+        self, functions: FunctionIndex, invoke: Invoker, invoke_async: AsyncInvoker
+    ) -> None:
         self._functions = functions
         self._invoke = invoke
+        self._invoke_async = invoke_async
         self.stats = InvokeStats()
 
     def handle(
@@ -95,9 +97,9 @@ class LambdaInvokeApi:
         if call.invocation_type == "DryRun":
             return HttpResponse(204, {"x-amzn-RequestId": request_id})
         if call.invocation_type == "Event":
-            threading.Thread(target=self._run, args=(call,), daemon=True).start()
+            queued_id = self._invoke_async(call.logical_id, call.event)
             self.stats.add(queued=1)
-            return HttpResponse(202, {"x-amzn-RequestId": request_id})
+            return HttpResponse(202, {"x-amzn-RequestId": queued_id})
         return self._answer(call)
 
     def _call(
@@ -129,20 +131,6 @@ class LambdaInvokeApi:
                 400, "InvalidRequestContentException", "Could not parse request body"
             ) from None
         return _Call(logical_id, invocation_type, event)
-
-    def _run(self, call: _Call) -> None:
-        try:
-            invocation = self._invoke(call.logical_id, call.event)
-        except PoolClosed:
-            return
-        if not invocation.ok:
-            error = invocation.error or {}
-            logger.warning(
-                "%s: asynchronous invocation failed: %s: %s (trace in the function's log)",
-                call.logical_id,
-                error.get("errorType"),
-                error.get("errorMessage"),
-            )
 
     def _answer(self, call: _Call) -> HttpResponse:
         try:
@@ -176,9 +164,11 @@ class _InvokeHandler(QuietHandler):
         self.write_response(api.handle(path, query, headers, body))
 
 
-def lambda_invoke_server(functions: FunctionIndex, invoke: Invoker) -> LocalHttpServer:
+def lambda_invoke_server(
+    functions: FunctionIndex, invoke: Invoker, invoke_async: AsyncInvoker
+) -> LocalHttpServer:
     """Bound to a free port at once: its URL goes into the workers' environment."""
-    return LocalHttpServer(0, _InvokeHandler, LambdaInvokeApi(functions, invoke))
+    return LocalHttpServer(0, _InvokeHandler, LambdaInvokeApi(functions, invoke, invoke_async))
 
 
 def endpoint_url(server: LocalHttpServer) -> str:

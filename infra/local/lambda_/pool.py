@@ -324,7 +324,20 @@ class FunctionPool:
             starter.join()
 
     def invoke(self, event: Any) -> Invocation:
-        slot = self._take_slot()
+        return self._invoke_on(self._take_slot(), event)
+
+    def try_invoke(self, event: Any, wait_seconds: float) -> Invocation | None:
+        """The invocation if a slot is free within `wait_seconds`; None: throttled (every worker
+        busy), as Lambda answers an invocation over the function's concurrency."""
+        if self._closed.is_set():
+            raise PoolClosed(f"{self.spec.logical_id} is stopping")
+        try:
+            slot = self._idle.get(timeout=wait_seconds)
+        except queue.Empty:
+            return None
+        return self._invoke_on(slot, event)
+
+    def _invoke_on(self, slot: _Slot, event: Any) -> Invocation:
         with self._invoking_changed:
             self._invoking += 1
         invocation: Invocation | None = None

@@ -33,6 +33,7 @@ _FACTS = "pingback_guard_local_call"
 _INJECTED = "pingback_guard_local_fault"
 _PARAMS = "pingback_guard_local_params"
 _NETWORK_FAULTS = ("crash", "unavailable")
+_CRASH_AFTER = "crash_after"
 _THROTTLE_CODES = {"dynamodb": "ProvisionedThroughputExceededException"}
 _DEFAULT_THROTTLE_CODE = "ThrottlingException"
 
@@ -132,6 +133,8 @@ class AwsCallHooks:
         if rule.mode == "delay":
             time.sleep(rule.delay_seconds)
             return None
+        if rule.mode == _CRASH_AFTER:
+            return None  # sent as it is; the worker ends once it is answered
         return _throttled(facts.service)
 
     def _account_response(
@@ -155,6 +158,8 @@ class AwsCallHooks:
             injected=context.get(_INJECTED),
             scanned_count=None if scanned is None else int(scanned),
         )
+        if context.get(_INJECTED) == _CRASH_AFTER:
+            _crash()
 
     def _account_exception(self, exception: Exception, context: dict[str, Any], **_: Any) -> None:
         facts: _CallFacts | None = context.get(_FACTS)

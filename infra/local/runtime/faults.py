@@ -1,11 +1,14 @@
 """Fault rules: make AWS calls made inside the function workers fail, for chaos runs and tests.
 
 A rule: {"function": "CallbackFunction" | "*", "service": "dynamodb" | "*", "operation":
-"UpdateItem" | "*", "mode": "unavailable" | "throttle" | "crash" | "delay", "probability": 0..1,
+"UpdateItem" | "*", "mode": "unavailable" | "throttle" | "crash" | "crash_after" | "delay",
+"probability": 0..1,
 "until": epoch seconds | null, "delay_seconds": s}. `unavailable` raises a connection error,
 `throttle` a ProvisionedThroughputExceededException/ThrottlingException, `crash` ends the worker
-process abruptly before the call is sent, `delay` holds the call `delay_seconds` and then sends it
-(a slow store: the caller may time out while the write still happens).
+process abruptly before the call is sent, `crash_after` ends it once the call was answered (the
+write happened, the invocation fails: what Lambda's asynchronous retries run again), `delay`
+holds the call `delay_seconds` and then sends it (a slow store: the caller may time out while
+the write still happens).
 """
 
 import random
@@ -14,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-FAULT_MODES = frozenset({"unavailable", "throttle", "crash", "delay"})
+FAULT_MODES = frozenset({"unavailable", "throttle", "crash", "crash_after", "delay"})
 MAX_DELAY_SECONDS = 60.0
 WILDCARD = "*"
 
