@@ -309,6 +309,8 @@ class TaskResult:
     received_at: float
     finished_after: float | None = None
     nonce: str | None = None
+    # The solver's browser, sent by the provider beside a token bound to it.
+    user_agent: str | None = None
 
     @property
     def is_failure(self) -> bool:
@@ -360,6 +362,8 @@ class Task:
     # Other registrations of the same id (nonce -> owner) while no pingback has decided it.
     rivals: Mapping[str, str] = field(default_factory=dict)
     forward_url: str | None = None
+    # The solver's browser the token is bound to, when the provider sent it.
+    user_agent: str | None = None
 
     @property
     def finished_at_earliest(self) -> float | None:
@@ -404,4 +408,5 @@ class Task:
             ),
             "poll_attempts": self.poll_attempts,
             "reported": self.reported.value if self.reported else None,
+            "user_agent": self.user_agent,
         }

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from pingback_guard.domain.errors import ProviderError, StoreError
 from pingback_guard.domain.worker_keys import digest_of
-from pingback_guard.logic.worker_keys import KeyRefusal, WorkerKeys
+from pingback_guard.logic.worker_keys import KeyHolder, KeyRefusal, WorkerKeys
 
 if TYPE_CHECKING:
     from pingback_guard.logic.get_task import Lookup
@@ -45,6 +45,8 @@ class ProtocolAnswer:
     request: str
     plain: str
     http_status: int = 200
+    # More fields of the JSON answer (threadsinfo's counts, a token's user_agent).
+    extra: tuple[tuple[str, object], ...] = ()
 
     @classmethod
     def error(cls, code: str, http_status: int = 200) -> ProtocolAnswer:
@@ -57,7 +59,8 @@ class ProtocolAnswer:
     def render(self, as_json: bool) -> str:
         if as_json:
             return json.dumps(
-                {"status": self.status, "request": self.request}, separators=(",", ":")
+                {"status": self.status, "request": self.request, **dict(self.extra)},
+                separators=(",", ":"),
             )
         return self.plain
 
@@ -70,6 +73,7 @@ class Event(StrEnum):
 
     KEY_REFUSED = "CompatKeyRefused"
     OVER_BUDGET = "CompatKeyOverBudget"
+    THREADS_BUSY = "CompatKeyThreadsBusy"
     REJECTED = "SubmitRejected"
     SUBMITTED = "TaskSubmitted"
     NOT_RECORDED = "SubmitNotRecorded"
@@ -96,22 +100,19 @@ def wants_json(fields: Mapping[str, str]) -> bool:
 
 def key_owner(keys: WorkerKeys, fields: Mapping[str, str]) -> str | Outcome:
     """The key's owner, or the answer for a key that speaks for nobody."""
+    holder = key_holder(keys, fields)
+    return holder if isinstance(holder, Outcome) else holder.owner
+
+
+def key_holder(keys: WorkerKeys, fields: Mapping[str, str]) -> KeyHolder | Outcome:
+    """The key's holder, or the answer for a key that speaks for nobody."""
     try:
-        owner = keys.owner_of(fields.get("key"))
+        holder = keys.holder_of(fields.get("key"))
     except StoreError:
         return Outcome(UNAVAILABLE, Event.STORE_UNAVAILABLE)
-    if isinstance(owner, KeyRefusal):
-        return Outcome(ProtocolAnswer.error(owner.value), Event.KEY_REFUSED)
-    return owner
-
-
-def admitted_owner(keys: WorkerKeys, budget: KeyBudget, fields: Mapping[str, str]) -> str | Outcome:
-    """The key's owner when the key speaks for one and this request fits the key's budget;
-    otherwise the answer, and the request goes no further (never to the provider)."""
-    owner = key_owner(keys, fields)
-    if isinstance(owner, Outcome):
-        return owner
-    return within_budget(budget, fields["key"], owner)
+    if isinstance(holder, KeyRefusal):
+        return Outcome(ProtocolAnswer.error(holder.value), Event.KEY_REFUSED)
+    return holder
 
 
 def within_budget(budget: KeyBudget, key: str, owner: str) -> str | Outcome:

@@ -9,6 +9,7 @@ from pingback_guard.domain.errors import (
     PingbackGuardError,
     ProviderAccountError,
     ProviderRejectedError,
+    StoreError,
     TaskNotRecordedError,
 )
 from pingback_guard.domain.task import CaptchaRequest
@@ -19,14 +20,16 @@ from pingback_guard.logic.compat import (
     Event,
     Outcome,
     ProtocolAnswer,
-    key_owner,
+    key_holder,
     provider_code_of,
     within_budget,
 )
+from pingback_guard.logic.dialects import BUSY_ANSWERS
 from pingback_guard.logic.forwarding import is_forwardable_url
+from pingback_guard.logic.key_threads import KeyThreads
 from pingback_guard.logic.request_budgets import KeyBudget
 from pingback_guard.logic.submit import IssuedPingback, SubmitService
-from pingback_guard.logic.worker_keys import WorkerKeys
+from pingback_guard.logic.worker_keys import KeyHolder, WorkerKeys
 
 GOOGLEKEY = "ERROR_GOOGLEKEY"
 PAGEURL = "ERROR_PAGEURL"
@@ -93,10 +96,12 @@ class CompatSubmit:
         parse: Callable[[Mapping[str, str]], CaptchaRequest] = parse_fields,
         *,
         budget: KeyBudget,
+        threads: KeyThreads | None = None,
         allow_loopback_pingbacks: bool = False,
     ) -> None:
         self._keys = keys
         self._budget = budget
+        self._threads = threads
         self._service = service
         self._parse = parse
         self._allow_loopback = allow_loopback_pingbacks
@@ -111,10 +116,10 @@ class CompatSubmit:
         keyed = _keyed_fields(self._keys, fields.items() if isinstance(fields, Mapping) else fields)
         if isinstance(keyed, Outcome):
             return keyed
-        owner, read = keyed
-        admitted = within_budget(self._budget, read["key"], owner)
+        holder, read = keyed
+        admitted = within_budget(self._budget, read["key"], holder.owner)
         if isinstance(admitted, Outcome):
-            return admitted
+            return self._over_budget(holder, admitted)
         try:
             forward_url = forward_url_of(read, allow_loopback=self._allow_loopback)
             request = self._parse(
@@ -123,31 +128,75 @@ class CompatSubmit:
         except InvalidFieldsError as invalid:
             return Outcome(ProtocolAnswer.error(invalid.code), Event.REJECTED)
         try:
-            task = self._service.submit(request, issue_pingback(), owner, forward_url)
+            token = self._threads.reserve(holder) if self._threads else None
+        except StoreError:
+            return Outcome(UNAVAILABLE, Event.STORE_UNAVAILABLE)
+        if self._threads and token is None:
+            busy = BUSY_ANSWERS[holder.dialect].no_thread
+            return Outcome(ProtocolAnswer.error(busy), Event.THREADS_BUSY, key_id=holder.key_id)
+        return self._submit(request, issue_pingback, holder, forward_url, token)
+
+    def _submit(
+        self,
+        request: CaptchaRequest,
+        issue_pingback: Callable[[], IssuedPingback],
+        holder: KeyHolder,
+        forward_url: str | None,
+        token: str | None,
+    ) -> Outcome:
+        """The submit, its thread (``token``) kept by its task or freed when it made none."""
+        try:
+            task = self._service.submit(request, issue_pingback(), holder.owner, forward_url)
         except PingbackGuardError as error:
+            self._free_thread(holder, token, None)
             return _submit_failure(error)
+        self._free_thread(holder, token, task.task_id)
         return Outcome(
             ProtocolAnswer.ok(task.task_id, f"OK|{task.task_id}"), Event.SUBMITTED, task.task_id
         )
 
+    def _free_thread(self, holder: KeyHolder, token: str | None, task_id: str | None) -> None:
+        """The thread passes to the task, or is freed; a store failure leaves it to its lease."""
+        if self._threads is None or token is None:
+            return
+        try:
+            if task_id is None:
+                self._threads.abandon(holder, token)
+            else:
+                self._threads.settle(holder, token, task_id)
+        except StoreError:
+            return
+
+    def _over_budget(self, holder: KeyHolder, refused: Outcome) -> Outcome:
+        """A key over its request budget gets the answer its own client reads as "busy"."""
+        answers = BUSY_ANSWERS[holder.dialect]
+        if refused.event is not Event.OVER_BUDGET or answers.over_rate is None:
+            return refused
+        if self._threads and answers.threadsinfo_shows_busy:
+            try:
+                self._threads.rate_refused(holder)
+            except StoreError:
+                return Outcome(UNAVAILABLE, Event.STORE_UNAVAILABLE)
+        return Outcome(ProtocolAnswer.error(answers.over_rate), refused.event, key_id=holder.key_id)
+
 
 def _keyed_fields(
     keys: WorkerKeys, pairs: Iterable[tuple[str, str]]
-) -> tuple[str, dict[str, str]] | Outcome:
-    """The key's owner and every field, or the answer for a key that speaks for nobody, given as
-    soon as that key is read: nothing after it is read. A repeated name keeps its last value
+) -> tuple[KeyHolder, dict[str, str]] | Outcome:
+    """The key's holder and every field, or the answer for a key that speaks for nobody, given
+    as soon as that key is read: nothing after it is read. A repeated name keeps its last value
     (PHP's form), so each new key value read is checked."""
     fields: dict[str, str] = {}
-    owner: str | Outcome | None = None
+    holder: KeyHolder | Outcome | None = None
     for name, value in pairs:
-        if name == "key" and (owner is None or value != fields["key"]):
-            owner = key_owner(keys, {"key": value})
-            if isinstance(owner, Outcome):
-                return owner
+        if name == "key" and (holder is None or value != fields["key"]):
+            holder = key_holder(keys, {"key": value})
+            if isinstance(holder, Outcome):
+                return holder
         fields[name] = value
-    if owner is None:
-        owner = key_owner(keys, fields)
-    return owner if isinstance(owner, Outcome) else (owner, fields)
+    if holder is None:
+        holder = key_holder(keys, fields)
+    return holder if isinstance(holder, Outcome) else (holder, fields)
 
 
 def _submit_failure(error: PingbackGuardError) -> Outcome:
