@@ -230,6 +230,7 @@ class InMemoryTaskStore:
                 _finished(existing, result, TaskStatus.SOLVED, solution=result.code, error=None),
                 finished_after=finished,
                 usable_until=lifetime + finished,
+                user_agent=result.user_agent,
             )
             return _stored(existing, result)
 

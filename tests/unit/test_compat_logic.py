@@ -98,8 +98,10 @@ class Stack:
     def res(self, key: str, **fields: str) -> Outcome:
         return self.res_php.answer({"key": key, **fields})
 
-    def solve(self, task_id: str, code: str = TOKEN) -> None:
-        self.store.record_result(TaskResult(task_id, code, DeliveryPath.POLL, self.now))
+    def solve(self, task_id: str, code: str = TOKEN, user_agent: str | None = None) -> None:
+        self.store.record_result(
+            TaskResult(task_id, code, DeliveryPath.POLL, self.now, user_agent=user_agent)
+        )
 
 
 @pytest.fixture
