@@ -190,6 +190,11 @@ class TokenLifetimes:
     turnstile: float
     geetest: float
     cloudflare_challenge: float
+    # CaptchaAI's docs give no lifetime for these tokens: the template's defaults are chosen
+    # (docs/operations.md, "Token lifetimes").
+    captchafox: float = 120.0
+    friendly_captcha: float = 300.0
+    lemin: float = 120.0
 
     def named(self, name: str) -> float:
         return {
@@ -198,13 +203,23 @@ class TokenLifetimes:
             "turnstile": self.turnstile,
             "geetest": self.geetest,
             "cloudflare_challenge": self.cloudflare_challenge,
+            "captchafox": self.captchafox,
+            "friendly_captcha": self.friendly_captcha,
+            "lemin": self.lemin,
         }[name]
 
     @property
     def shortest(self) -> float:
         """For a result whose kind is unknown: never call a token fresh that may not be."""
         return min(
-            self.recaptcha, self.hcaptcha, self.turnstile, self.geetest, self.cloudflare_challenge
+            self.recaptcha,
+            self.hcaptcha,
+            self.turnstile,
+            self.geetest,
+            self.cloudflare_challenge,
+            self.captchafox,
+            self.friendly_captcha,
+            self.lemin,
         )
 
 
