@@ -191,7 +191,7 @@ class TokenLifetimes:
     geetest: float
     cloudflare_challenge: float
     # CaptchaAI's docs give no lifetime for these tokens: the template's defaults are chosen
-    # (docs/operations.md, "Token lifetimes").
+    # (README.md, "CAPTCHA kinds").
     captchafox: float = 120.0
     friendly_captcha: float = 300.0
     lemin: float = 120.0
