@@ -100,3 +100,16 @@ def test_a_token_bound_to_a_user_agent_is_served_with_it_and_in_result() -> None
         "result": TOKEN,
         "user_agent": "Mozilla/5.0 solver",
     }
+
+
+def test_a_thread_freed_right_after_a_busy_answer_still_reads_busy_in_threadsinfo() -> None:
+    # CaptchaAI's SDK asks threadsinfo right after ERROR_ZERO_BALANCE: "not full" there makes it
+    # raise "no active plan" instead of retrying.
+    stack = Stack(dialect=Dialect.CAPTCHAAI, threads=1)
+    first = str(stack.submit(stack.worker_key).task_id)
+    assert stack.submit(stack.worker_key).event is Event.THREADS_BUSY
+    stack.solve(first)
+    stack.res(stack.worker_key, action="get", id=first)
+    info = threads_info(stack, stack.worker_key)
+    assert info["working_threads"] >= info["threads"]
+    assert stack.submit(stack.worker_key).event is Event.SUBMITTED

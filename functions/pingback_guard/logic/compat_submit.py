@@ -127,14 +127,29 @@ class CompatSubmit:
             )
         except InvalidFieldsError as invalid:
             return Outcome(ProtocolAnswer.error(invalid.code), Event.REJECTED)
+        token = self._thread_for(holder)
+        if isinstance(token, Outcome):
+            return token
+        return self._submit(request, issue_pingback, holder, forward_url, token)
+
+    def _thread_for(self, holder: KeyHolder) -> str | Outcome | None:
+        """The submit's thread (its token; None without thread accounting), or the answer for a
+        key whose threads are all in flight."""
+        if self._threads is None:
+            return None
         try:
-            token = self._threads.reserve(holder) if self._threads else None
+            token = self._threads.reserve(holder)
+            if token is not None:
+                return token
+            answers = BUSY_ANSWERS[holder.dialect]
+            if answers.threadsinfo_shows_busy:
+                # The client asks threadsinfo next: a thread freed in between must not read as
+                # "no plan" (CaptchaAI's SDK then raises instead of retrying).
+                self._threads.refused_busy(holder)
         except StoreError:
             return Outcome(UNAVAILABLE, Event.STORE_UNAVAILABLE)
-        if self._threads and token is None:
-            busy = BUSY_ANSWERS[holder.dialect].no_thread
-            return Outcome(ProtocolAnswer.error(busy), Event.THREADS_BUSY, key_id=holder.key_id)
-        return self._submit(request, issue_pingback, holder, forward_url, token)
+        refused = ProtocolAnswer.error(answers.no_thread)
+        return Outcome(refused, Event.THREADS_BUSY, key_id=holder.key_id)
 
     def _submit(
         self,
@@ -174,7 +189,7 @@ class CompatSubmit:
             return refused
         if self._threads and answers.threadsinfo_shows_busy:
             try:
-                self._threads.rate_refused(holder)
+                self._threads.refused_busy(holder)
             except StoreError:
                 return Outcome(UNAVAILABLE, Event.STORE_UNAVAILABLE)
         return Outcome(ProtocolAnswer.error(answers.over_rate), refused.event, key_id=holder.key_id)

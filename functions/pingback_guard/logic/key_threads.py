@@ -4,9 +4,9 @@ the key: ``{"threads": N, "working_threads": M}`` (captchaai 1.0.1, core/orchest
 get_thread_usage / read_thread_counts).
 
 A task holds its thread from its submit until its key reads it final from res.php, or until
-LEASE_SECONDS have passed (a client that never comes back frees it so). A key refused for its
-request rate says "busy" in threadsinfo for RATE_BUSY_SECONDS: CaptchaAI's SDK asks threadsinfo
-right after a busy submit answer, and retries only when the counts show the plan full.
+LEASE_SECONDS have passed (a client that never comes back frees it so). A key told "busy" (its
+request rate, or all its threads) shows full in threadsinfo for RATE_BUSY_SECONDS: CaptchaAI's SDK
+asks threadsinfo right after a busy submit answer, and retries only when the plan reads full.
 """
 
 from __future__ import annotations
@@ -60,7 +60,9 @@ class KeyThreads:
         """The key read its task final: the task's thread is free again."""
         self._store.release(holder.key_id, task_id)
 
-    def rate_refused(self, holder: KeyHolder) -> None:
+    def refused_busy(self, holder: KeyHolder) -> None:
+        """The key was told "busy" (its rate, or a thread freed only after the refusal):
+        threadsinfo shows it full for RATE_BUSY_SECONDS."""
         self._store.mark_busy(holder.key_id, self._clock() + RATE_BUSY_SECONDS)
 
     def info(self, holder: KeyHolder) -> ThreadsInfo:
