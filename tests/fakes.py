@@ -19,6 +19,7 @@ from typing import Any
 
 from pingback_guard.data.connections import Connection, TooManyConnections
 from pingback_guard.data.due_index import due_shard_of
+from pingback_guard.data.key_threads import ThreadSlots
 from pingback_guard.data.poller_state import PollerLeaseState
 from pingback_guard.data.push_reads import ResultForPush, Subscription
 from pingback_guard.data.request_budgets import minute_of, second_counter
@@ -50,7 +51,13 @@ from pingback_guard.domain.task import (
     TaskStatus,
     TokenLifetimes,
 )
-from pingback_guard.domain.worker_keys import WorkerKey, digest_of, new_key
+from pingback_guard.domain.worker_keys import (
+    DEFAULT_THREADS,
+    Dialect,
+    WorkerKey,
+    digest_of,
+    new_key,
+)
 from pingback_guard.forward.addresses import IpAddress
 from pingback_guard.kinds.registry import lifetime_seconds
 from pingback_guard.logic.access import may_access
@@ -223,6 +230,7 @@ class InMemoryTaskStore:
                 _finished(existing, result, TaskStatus.SOLVED, solution=result.code, error=None),
                 finished_after=finished,
                 usable_until=lifetime + finished,
+                user_agent=result.user_agent,
             )
             return _stored(existing, result)
 
@@ -746,10 +754,19 @@ class InMemoryWorkerKeys:
         self.records: dict[str, WorkerKey] = {}
         self.available = True
 
-    def issue(self, owner: str, key: str | None = None) -> str:
+    def issue(
+        self,
+        owner: str,
+        key: str | None = None,
+        *,
+        dialect: Dialect = Dialect.CAPTCHAAI,
+        threads: int = DEFAULT_THREADS,
+    ) -> str:
         key = key or new_key()
         digest = digest_of(key)
-        self.records[digest.key_id] = WorkerKey(digest.key_id, digest.digest, owner, 1.0)
+        self.records[digest.key_id] = WorkerKey(
+            digest.key_id, digest.digest, owner, 1.0, threads=threads, dialect=dialect
+        )
         return key
 
     def revoke(self, key: str) -> None:
@@ -760,6 +777,37 @@ class InMemoryWorkerKeys:
         if not self.available:
             raise StoreUnavailableError("DynamoDB GetItem (worker keys): EndpointConnectionError")
         return self.records.get(key_id)
+
+
+class InMemoryKeyThreads:
+    """KeyThreadStore over a dict of key id -> ThreadSlots."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, ThreadSlots] = {}
+
+    def read(self, key_id: str) -> ThreadSlots:
+        return self.items.get(key_id, ThreadSlots({}))
+
+    def take(self, key_id: str, slot: str, until: float, now: float, threads: int) -> bool:
+        held = self.read(key_id)
+        live = held.live(now)
+        if len(live) >= threads:
+            return False
+        self.items[key_id] = replace(held, slots={**live, slot: until}, version=held.version + 1)
+        return True
+
+    def rename(self, key_id: str, old: str, new: str, until: float) -> None:
+        held = self.read(key_id)
+        slots = {name: value for name, value in held.slots.items() if name != old}
+        self.items[key_id] = replace(held, slots={**slots, new: until})
+
+    def release(self, key_id: str, slot: str) -> None:
+        held = self.read(key_id)
+        slots = {name: value for name, value in held.slots.items() if name != slot}
+        self.items[key_id] = replace(held, slots=slots)
+
+    def mark_busy(self, key_id: str, until: float) -> None:
+        self.items[key_id] = replace(self.read(key_id), busy_until=until)
 
 
 class FakeResolver:

@@ -78,11 +78,21 @@ def worker_lines(ready: ReadyInfo, compat_key: str, simulator_url: str | None) -
     return lines
 
 
-def issue_compat_key(ready: ReadyInfo, owner: str, label: str) -> str:
+def issue_compat_key(
+    ready: ReadyInfo,
+    owner: str,
+    label: str,
+    *,
+    threads: int = keys.DEFAULT_THREADS,
+    dialect: str = keys.DIALECTS[0],
+) -> str:
     """A per-worker key of the local stack, as `pingback-guard keys issue` makes one."""
     aws = Aws(fake_session(ready.region), ready.aws_endpoint_url)
     stack = find_stack(aws, ready.stack_name)
-    return keys.issue(aws, stack, owner, label, ready.tls_api_url).key
+    issued = keys.issue(
+        aws, stack, owner, label, ready.tls_api_url, threads=threads, dialect=dialect
+    )
+    return issued.key
 
 
 def run_up(options: UpOptions, stop: threading.Event) -> None:

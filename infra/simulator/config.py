@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from infra.simulator.dialects import CAPTCHAAI, DIALECT_NAMES
+from infra.simulator.plan import BUSY_ANSWERS
 from infra.simulator.randomness import SharedRandom
 
 PINGBACK_METHODS: Final = ("get", "post", "mixed")
@@ -114,7 +116,14 @@ class SimulatorConfig:
 
     host: str = "127.0.0.1"
     port: int = 0
+    dialect: str = CAPTCHAAI
     api_key: str | None = None
+    # The account's thread plan (tasks solving at once) and what a submit gets when every
+    # thread is busy (None: the dialect's documented answer; see plan.py).
+    threads: int = 1000
+    busy_answer: str | None = None
+    # in.php + res.php requests per nominal second before HTTP 429; None: no limit.
+    requests_per_second: float | None = None
     seed: int | None = None
     time_scale: float = 1.0
     solve_time: SolveTimeDistribution = field(default_factory=SolveTimeDistribution)
@@ -134,9 +143,19 @@ class SimulatorConfig:
     def __post_init__(self) -> None:
         _check(_is_ipv4_loopback(self.host), "host must be an IPv4 loopback address (127.0.0.0/8)")
         _check(0 <= self.port <= 65535, "port must be between 0 and 65535")
+        _check(self.dialect in DIALECT_NAMES, f"dialect must be one of {DIALECT_NAMES}")
         _check(
             self.api_key is None or API_KEY_PATTERN.fullmatch(self.api_key) is not None,
             "api_key must be 32 hexadecimal characters",
+        )
+        _check(self.threads >= 1, "threads must be >= 1")
+        _check(
+            self.busy_answer is None or self.busy_answer in BUSY_ANSWERS,
+            f"busy_answer must be one of {BUSY_ANSWERS}",
+        )
+        _check(
+            self.requests_per_second is None or self.requests_per_second >= 1,
+            "requests_per_second must be >= 1",
         )
         _check(self.time_scale > 0, "time_scale must be > 0")
         _check(0.0 <= self.unsolvable_rate <= 1.0, "unsolvable_rate must be between 0 and 1")
@@ -240,6 +259,10 @@ def _as_optional_str(name: str, value: object) -> str | None:
     return None if value is None else _as_str(name, value)
 
 
+def _as_optional_float(name: str, value: object) -> float | None:
+    return None if value is None else _as_float(name, value)
+
+
 def _as_seconds_range(name: str, value: object) -> tuple[float, float]:
     """A [low, high] pair, or one number for a fixed value."""
     if isinstance(value, list | tuple) and len(value) == 2:
@@ -279,7 +302,11 @@ _FAULT_FIELDS: Final[Mapping[str, FieldParser]] = {
 _CONFIG_FIELDS: Final[Mapping[str, FieldParser]] = {
     "host": _as_str,
     "port": _as_int,
+    "dialect": _as_str,
     "api_key": _as_optional_str,
+    "threads": _as_int,
+    "busy_answer": _as_optional_str,
+    "requests_per_second": _as_optional_float,
     "seed": _as_optional_int,
     "time_scale": _as_float,
     "solve_time": _as_solve_time,

@@ -1,7 +1,8 @@
-"""The rules of in.php and res.php, independent of HTTP."""
+"""The rules of in.php and res.php, independent of HTTP; the dialect decides what differs."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -11,16 +12,11 @@ from dataclasses import dataclass
 from typing import Final
 
 from infra.simulator import codes
-from infra.simulator.answers import (
-    IMAGE_METHODS,
-    SOLVE_TIME_FACTOR,
-    SUPPORTED_METHODS,
-    TOKEN_METHODS,
-    image_bytes,
-    make_answer,
-)
+from infra.simulator.answers import REQUEST_FIELD, SOLVE_TIME_FACTOR, Solution, TokenLengths
 from infra.simulator.config import API_KEY_PATTERN, SimulatorConfig
+from infra.simulator.dialects import Dialect
 from infra.simulator.faults import FaultControl
+from infra.simulator.plan import BUSY_NO_SLOT, BUSY_QUEUE, BUSY_ZERO_BALANCE, Slot, ThreadPlan
 from infra.simulator.randomness import SharedRandom
 from infra.simulator.stats import Counters
 from infra.simulator.tasks import Task, TaskRegistry, TaskState
@@ -28,40 +24,53 @@ from infra.simulator.tasks import Task, TaskRegistry, TaskState
 logger = logging.getLogger(__name__)
 
 REPORT_ACTIONS: Final = frozenset({"reportbad", "reportgood"})
-RES_ACTIONS: Final = frozenset({"get", "getbalance"}) | REPORT_ACTIONS
+THREADSINFO: Final = "threadsinfo"
+RES_ACTIONS: Final = frozenset({"get", "getbalance", THREADSINFO}) | REPORT_ACTIONS
 MAX_BATCH_IDS: Final = 100
 MAX_ID_GAP: Final = 97
 INJECTED_5XX_STATUSES: Final = (500, 502, 503)
-PROXY_TYPES: Final = frozenset({"HTTP", "HTTPS", "SOCKS4", "SOCKS5"})
-PROXY_PATTERN: Final = re.compile(r"(?:[^:@\s]+:[^@\s]+@)?[^:@\s]+:\d{1,5}")
 TASK_ID_PATTERN: Final = re.compile(r"[0-9]+")
-# in.php's image bounds: ERROR_ZERO_CAPTCHA_FILESIZE under 100 bytes, ERROR_TOO_BIG over 100 kB.
-MIN_IMAGE_BYTES: Final = 100
-MAX_IMAGE_BYTES: Final = 100 * 1024
+BUSY_CODES: Final = {
+    BUSY_ZERO_BALANCE: codes.ERROR_ZERO_BALANCE,
+    BUSY_NO_SLOT: codes.ERROR_NO_SLOT_AVAILABLE,
+}
 
 
 @dataclass(frozen=True)
 class Answer:
-    """One in.php/res.php answer; `plain` is the text sent when the client did not ask for JSON."""
+    """One in.php/res.php answer: `body` is sent when the client asked for JSON, `plain`
+    otherwise; `status` is the provider's success flag (1) or failure (0)."""
 
     status: int
-    request: str | int
+    body: Mapping[str, object]
     plain: str
 
     @classmethod
     def error(cls, code: str) -> Answer:
-        return cls(0, code, code)
+        return cls(0, {"status": 0, "request": code}, code)
 
     @classmethod
     def success(cls, request: str | int, plain: str) -> Answer:
-        return cls(1, request, plain)
+        return cls(1, {"status": 1, "request": request}, plain)
+
+    @classmethod
+    def solved(cls, solution: Solution) -> Answer:
+        """The answer in its field (``request``, or CaptchaAI's ``result``), with the solver's
+        ``user_agent`` beside it where the token is bound to it."""
+        body: dict[str, object] = {"status": 1, solution.field: solution.text}
+        if solution.user_agent is not None:
+            body["user_agent"] = solution.user_agent
+        return cls(1, body, f"OK|{solution.text}")
+
+    @classmethod
+    def thread_counts(cls, threads: int, working: int) -> Answer:
+        """CaptchaAI's threadsinfo: ``{"threads": N, "working_threads": M}`` (captchaai 1.0.1,
+        core/orchestrator.py ``read_thread_counts``), the same body with or without json=1."""
+        body = {"threads": threads, "working_threads": working}
+        return cls(1, body, json.dumps(body, separators=(",", ":")))
 
     def render(self, as_json: bool) -> str:
-        if as_json:
-            return json.dumps(
-                {"status": self.status, "request": self.request}, separators=(",", ":")
-            )
-        return self.plain
+        return json.dumps(self.body, separators=(",", ":")) if as_json else self.plain
 
 
 @dataclass(frozen=True)
@@ -73,12 +82,14 @@ class ResFault:
 
 
 class Provider:
-    """The simulated CaptchaAI account: accepts tasks and answers polls and reports."""
+    """The simulated provider account: accepts tasks within its thread plan and answers polls,
+    reports and (in CaptchaAI's dialect) threadsinfo."""
 
     def __init__(
         self,
         config: SimulatorConfig,
         *,
+        dialect: Dialect,
         seed: int,
         api_key: str,
         random: SharedRandom,
@@ -88,6 +99,7 @@ class Provider:
         on_task_created: Callable[[Task], None],
     ) -> None:
         self._config = config
+        self._dialect = dialect
         self._seed = seed
         self._api_key = api_key.lower()
         self._random = random
@@ -95,6 +107,16 @@ class Provider:
         self._registry = registry
         self._counters = counters
         self._on_task_created = on_task_created
+        self._plan = ThreadPlan(config.threads)
+        self._busy_answer = config.busy_answer or dialect.default_busy_answer
+        self._token_lengths = TokenLengths(config.token_min_length, config.token_max_length)
+        self._actions: dict[str, Callable[[Mapping[str, str]], Answer]] = {
+            "get": self._get,
+            "getbalance": lambda _: self._balance(),
+            **{action: functools.partial(self._report, action=action) for action in REPORT_ACTIONS},
+        }
+        if dialect.answers_threadsinfo:
+            self._actions[THREADSINFO] = lambda _: self.thread_counts()
 
     def submit(self, params: Mapping[str, str]) -> Answer:
         """in.php"""
@@ -116,13 +138,13 @@ class Provider:
             return Answer.error(key_error)
         if not action:
             return Answer.error(codes.ERROR_EMPTY_ACTION)
-        if action == "get":
-            return self._get(params)
-        if action == "getbalance":
-            return self._balance()
-        if action in REPORT_ACTIONS:
-            return self._report(params.get("id", ""), action)
-        return Answer.error(codes.ERROR_BAD_PARAMETERS)
+        answer_action = self._actions.get(action)
+        if answer_action is None:
+            return Answer.error(codes.ERROR_BAD_PARAMETERS)
+        return answer_action(params)
+
+    def thread_counts(self) -> Answer:
+        return Answer.thread_counts(self._plan.threads, self._plan.working(time.time()))
 
     def draw_res_fault(self) -> ResFault:
         """Called once for every res.php request, before `result` (which a 5xx fault skips)."""
@@ -145,12 +167,14 @@ class Provider:
             return Answer.error(key_error)
         if self._faults.current.zero_balance:
             return Answer.error(codes.ERROR_ZERO_BALANCE)
-        parameter_error = _task_parameter_error(params)
+        parameter_error = self._dialect.submit_error(params)
         if parameter_error is not None:
             return Answer.error(parameter_error)
         if self._random.chance(self._faults.current.in_no_slot_rate):
             return Answer.error(codes.ERROR_NO_SLOT_AVAILABLE)
         task = self._create_task(params)
+        if task is None:
+            return Answer.error(BUSY_CODES[self._busy_answer])
         request: str | int = int(task.task_id) if self._config.ids_as_numbers else task.task_id
         return Answer.success(request, f"OK|{task.task_id}")
 
@@ -161,32 +185,45 @@ class Provider:
             return codes.ERROR_KEY_DOES_NOT_EXIST
         return None
 
-    def _create_task(self, params: Mapping[str, str]) -> Task:
+    def _create_task(self, params: Mapping[str, str]) -> Task | None:
+        """The accepted task, or None when the thread plan has no thread for it."""
         config = self._config
         now = time.time()
         method = params["method"]
         solve_seconds = self._draw_solve_seconds() * SOLVE_TIME_FACTOR.get(method, 1.0)
-        finishes_at = now + config.real_seconds(solve_seconds)
+        slot = self._reserve_thread(now, config.real_seconds(solve_seconds))
+        if slot is None:
+            return None
         solved = not self._random.chance(config.unsolvable_rate)
         task_id = self._registry.allocate_id(self._random.integer(1, MAX_ID_GAP))
         task = Task(
             task_id=task_id,
             method=method,
             submitted_at=now,
-            finishes_at=finishes_at,
-            retained_until=finishes_at + config.real_seconds(config.result_retention_seconds),
-            reportable_until=finishes_at + config.real_seconds(config.report_window_seconds),
+            started_at=slot.starts_at,
+            finishes_at=slot.finishes_at,
+            retained_until=slot.finishes_at + config.real_seconds(config.result_retention_seconds),
+            reportable_until=slot.finishes_at + config.real_seconds(config.report_window_seconds),
             solved=solved,
-            code=self._solution(task_id, params) if solved else codes.ERROR_CAPTCHA_UNSOLVABLE,
+            solution=self._solution(task_id, params, solved),
             pingback_url=params.get("pingback") or None,
             pingback_method=self._draw_pingback_method(),
         )
         self._registry.add(task)
         logger.info(
-            "task %s accepted (%s), finishes in %.3f s", task_id, task.method, finishes_at - now
+            "task %s accepted (%s), finishes in %.3f s", task_id, method, slot.finishes_at - now
         )
         self._on_task_created(task)
         return task
+
+    def _reserve_thread(self, now: float, solve_seconds: float) -> Slot | None:
+        queue = self._busy_answer == BUSY_QUEUE
+        slot = self._plan.reserve(now, solve_seconds, queue=queue)
+        if slot is None:
+            self._counters.add("plan", "busy_refused")
+        elif slot.starts_at > now:
+            self._counters.add("plan", "queued")
+        return slot
 
     def _draw_solve_seconds(self) -> float:
         return self._config.solve_time.draw(self._random)
@@ -196,11 +233,10 @@ class Provider:
             return self._random.choice(("get", "post"))
         return self._config.pingback_method
 
-    def _solution(self, task_id: str, params: Mapping[str, str]) -> str:
-        config = self._config
-        return make_answer(
-            self._seed, task_id, params, config.token_min_length, config.token_max_length
-        )
+    def _solution(self, task_id: str, params: Mapping[str, str], solved: bool) -> Solution:
+        if not solved:
+            return Solution(codes.ERROR_CAPTCHA_UNSOLVABLE, REQUEST_FIELD)
+        return self._dialect.solve(self._seed, task_id, params, self._token_lengths)
 
     def _get(self, params: Mapping[str, str]) -> Answer:
         if "ids" in params:
@@ -210,7 +246,7 @@ class Provider:
             return Answer.error(found)
         state = found.state(time.time())
         if state is TaskState.SOLVED:
-            return Answer.success(found.code, f"OK|{found.code}")
+            return Answer.solved(found.solution)
         return Answer.error(_describe(found, state))
 
     def _get_many(self, raw_ids: str) -> Answer:
@@ -233,8 +269,8 @@ class Provider:
         balance = 0.0 if self._faults.current.zero_balance else self._config.balance
         return Answer.success(str(balance), str(balance))
 
-    def _report(self, raw_id: str, action: str) -> Answer:
-        found = self._find(raw_id)
+    def _report(self, params: Mapping[str, str], action: str) -> Answer:
+        found = self._find(params.get("id", ""))
         if isinstance(found, str):
             return Answer.error(found)
         if not self._registry.record_report(found.task_id, action, time.time()):
@@ -250,39 +286,9 @@ class Provider:
 
 
 def _describe(task: Task, state: TaskState) -> str:
-    """The token, or the status word, that res.php shows for a task in `state`."""
+    """The answer, or the status word, that res.php shows for a task in `state`."""
     if state is TaskState.SOLVING:
         return codes.CAPTCHA_NOT_READY
     if state is TaskState.FORGOTTEN:
         return codes.ERROR_WRONG_CAPTCHA_ID
     return task.code
-
-
-def _task_parameter_error(params: Mapping[str, str]) -> str | None:
-    if params.get("method") not in SUPPORTED_METHODS:
-        return codes.ERROR_BAD_PARAMETERS
-    kind_error = _kind_parameter_error(params["method"], params)
-    if kind_error is not None:
-        return kind_error
-    if "proxy" in params and not _is_valid_proxy(params["proxy"], params.get("proxytype", "HTTP")):
-        return codes.ERROR_BAD_PROXY
-    return None
-
-
-def _kind_parameter_error(method: str, params: Mapping[str, str]) -> str | None:
-    if method in IMAGE_METHODS:
-        image = image_bytes(params)
-        if image is None or len(image) < MIN_IMAGE_BYTES:
-            return codes.ERROR_ZERO_CAPTCHA_FILESIZE
-        return codes.ERROR_TOO_BIG_CAPTCHA_FILESIZE if len(image) > MAX_IMAGE_BYTES else None
-    if method == "bls":
-        return None if params.get("instructions") else codes.ERROR_BAD_PARAMETERS
-    if method in TOKEN_METHODS and not (params.get("googlekey") or params.get("sitekey")):
-        return codes.ERROR_GOOGLEKEY
-    if method == "geetest" and not (params.get("gt") or params.get("captcha_id")):
-        return codes.ERROR_BAD_PARAMETERS
-    return None if params.get("pageurl") else codes.ERROR_PAGEURL
-
-
-def _is_valid_proxy(proxy: str, proxy_type: str) -> bool:
-    return proxy_type.upper() in PROXY_TYPES and PROXY_PATTERN.fullmatch(proxy) is not None

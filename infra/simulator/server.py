@@ -8,6 +8,7 @@ import email.policy
 import http
 import json
 import logging
+import ssl
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -17,6 +18,7 @@ from typing import Any, Final
 
 from infra.simulator.config import ConfigError
 from infra.simulator.faults import FaultControl
+from infra.simulator.plan import RequestRate
 from infra.simulator.provider import Answer, Provider
 from infra.simulator.stats import Counters
 from infra.simulator.tasks import TaskRegistry
@@ -28,6 +30,8 @@ MAX_BODY_BYTES: Final = 2_000_000
 JSON_TYPE: Final = "application/json"
 TEXT_TYPE: Final = "text/plain; charset=utf-8"
 JSON_FLAGS: Final = frozenset({"1", "true"})
+PROVIDER_PATHS: Final = frozenset({"/in.php", "/res.php"})
+TOO_MANY_REQUESTS: Final = http.HTTPStatus.TOO_MANY_REQUESTS
 
 
 @dataclass(frozen=True)
@@ -59,9 +63,11 @@ class SimulatorApp:
         faults: FaultControl,
         registry: TaskRegistry,
         counters: Counters,
+        rate: RequestRate,
         pause: Callable[[float], object],
     ) -> None:
         self._provider = provider
+        self._rate = rate
         self._faults = faults
         self._registry = registry
         self._counters = counters
@@ -74,6 +80,9 @@ class SimulatorApp:
         }
 
     def handle(self, request: HttpRequest) -> HttpReply:
+        if request.path in PROVIDER_PATHS and not self._rate.admit(time.time()):
+            self._counters.add("plan", "rate_limited")
+            return HttpReply(TOO_MANY_REQUESTS, TOO_MANY_REQUESTS.phrase)
         if request.path == "/in.php":
             return self._submit(request)
         if request.path == "/res.php":
@@ -149,14 +158,32 @@ def _answer_reply(answer: Answer, params: Mapping[str, str]) -> HttpReply:
 
 
 class SimulatorServer(ThreadingHTTPServer):
-    """Threaded HTTP server whose `server_close()` waits for the requests still in flight."""
+    """Threaded HTTP server whose `server_close()` waits for the requests still in flight;
+    with `tls`, HTTPS (for clients that only build ``https://{server}/...`` URLs)."""
 
     daemon_threads = False
     block_on_close = True
 
-    def __init__(self, address: tuple[str, int], app: SimulatorApp) -> None:
+    def __init__(
+        self, address: tuple[str, int], app: SimulatorApp, tls: ssl.SSLContext | None = None
+    ) -> None:
         super().__init__(address, SimulatorRequestHandler)
         self.app = app
+        self._tls = tls
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        """The TLS handshake happens in the request's own thread, never in the accept loop."""
+        if self._tls is None:
+            super().finish_request(request, client_address)
+            return
+        try:
+            wrapped = self._tls.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            return  # a client that does not trust the certificate, or left
+        try:
+            super().finish_request(wrapped, client_address)
+        finally:
+            wrapped.close()
 
 
 class SimulatorRequestHandler(BaseHTTPRequestHandler):

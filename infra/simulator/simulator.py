@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import ssl
 import threading
 import time
 from collections.abc import Mapping
@@ -11,8 +12,10 @@ from typing import Any, Final
 
 from infra.service import Service
 from infra.simulator.config import Faults, SimulatorConfig
+from infra.simulator.dialects import dialect_named
 from infra.simulator.faults import FaultControl
 from infra.simulator.pingback import PingbackDispatcher
+from infra.simulator.plan import RequestRate
 from infra.simulator.provider import Provider
 from infra.simulator.randomness import SharedRandom
 from infra.simulator.server import SimulatorApp, SimulatorServer
@@ -27,15 +30,19 @@ THREAD_STOP_SECONDS: Final = 2.0
 
 
 class Simulator(Service):
-    """A CaptchaAI-compatible provider on 127.0.0.1, run on background threads.
+    """A provider on 127.0.0.1 speaking CaptchaAI's dialect (or 2captcha's, by config), run on
+    background threads.
 
     `start()` returns the base URL (in.php and res.php live under it); `stop()` ends the HTTP
     server and the pingback threads, waits a bounded time, and may be called any number of times.
-    A simulator runs once: create a new one to run again.
+    A simulator runs once: create a new one to run again. With `tls` it serves HTTPS.
     """
 
-    def __init__(self, config: SimulatorConfig | None = None) -> None:
+    def __init__(
+        self, config: SimulatorConfig | None = None, *, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.config = config or SimulatorConfig()
+        self._tls = tls
         self.seed = self.config.seed if self.config.seed is not None else secrets.randbits(32)
         self._random = SharedRandom(self.seed)
         self.api_key = self.config.api_key or self._random.hex_key()
@@ -47,6 +54,7 @@ class Simulator(Service):
         )
         provider = Provider(
             self.config,
+            dialect=dialect_named(self.config.dialect),
             seed=self.seed,
             api_key=self.api_key,
             random=self._random,
@@ -56,8 +64,15 @@ class Simulator(Service):
             on_task_created=self._dispatcher.task_created,
         )
         self._stopping = threading.Event()
+        # The rate is nominal: the stack's own pace is scaled by the same factor.
+        rate = RequestRate(
+            None
+            if self.config.requests_per_second is None
+            else self.config.requests_per_second * self.config.time_scale
+        )
+        self._provider = provider
         self._app = SimulatorApp(
-            provider, self._faults, self._registry, self._counters, pause=self._stopping.wait
+            provider, self._faults, self._registry, self._counters, rate, pause=self._stopping.wait
         )
         self._lifecycle_lock = threading.Lock()
         self._started = False
@@ -68,7 +83,8 @@ class Simulator(Service):
     def base_url(self) -> str:
         if self._server is None:
             raise RuntimeError("the simulator is not running")
-        return f"http://{self.config.host}:{self._server.server_port}"
+        scheme = "http" if self._tls is None else "https"
+        return f"{scheme}://{self.config.host}:{self._server.server_port}"
 
     @property
     def faults(self) -> Faults:
@@ -79,7 +95,7 @@ class Simulator(Service):
             if self._started or self._stopping.is_set():
                 raise RuntimeError("a Simulator runs once; create a new one")
             self._started = True
-            server = SimulatorServer((self.config.host, self.config.port), self._app)
+            server = SimulatorServer((self.config.host, self.config.port), self._app, self._tls)
             self._dispatcher.start()
             self._serve_thread = threading.Thread(
                 target=server.serve_forever,
@@ -122,6 +138,10 @@ class Simulator(Service):
     def task_ids(self) -> list[str]:
         """The id of every task accepted so far (cheap: for callers that need no more)."""
         return self._registry.task_ids()
+
+    def threads_info(self) -> dict[str, object]:
+        """The plan's threads and those solving now, as res.php's threadsinfo answers them."""
+        return dict(self._provider.thread_counts().body)
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Request and pingback counters (the body of GET /_sim/stats)."""

@@ -12,7 +12,8 @@ STAT_GROUPS: Final[Mapping[str, tuple[str, ...]]] = {
     "in": ("requests", "accepted", "rejected"),
     "in_errors": (),
     "res": ("requests", "batch_requests", "batch_ids", "injected_5xx", "injected_slow"),
-    "res_actions": ("get", "getbalance", "reportbad", "reportgood", "other"),
+    "res_actions": ("get", "getbalance", "threadsinfo", "reportbad", "reportgood", "other"),
+    "plan": ("busy_refused", "queued", "rate_limited"),
     "pingbacks": ("sent", "delivered", "failed", "dropped", "duplicated", "refused_non_loopback"),
 }
 

@@ -7,6 +7,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from infra.simulator.answers import Solution
+
 
 class TaskState(enum.Enum):
     """What res.php can say about a task at a given moment."""
@@ -36,20 +38,27 @@ class DeliveryAttempt:
 
 @dataclass
 class Task:
-    """One accepted task. Its fate (outcome, code, finish time) is decided at submit."""
+    """One accepted task. Its fate (outcome, answer, finish time) is decided at submit; it
+    starts when it gets a thread of the plan (later than its submit when it was queued)."""
 
     task_id: str
     method: str
     submitted_at: float
+    started_at: float
     finishes_at: float
     retained_until: float
     reportable_until: float
     solved: bool
-    code: str
+    solution: Solution
     pingback_url: str | None
     pingback_method: str
     deliveries: list[DeliveryAttempt] = field(default_factory=list)
     reports: list[str] = field(default_factory=list)
+
+    @property
+    def code(self) -> str:
+        """The answer text (or ERROR_CAPTCHA_UNSOLVABLE), as res.php and the pingback carry it."""
+        return self.solution.text
 
     def state(self, now: float) -> TaskState:
         if now < self.finishes_at:
@@ -66,12 +75,15 @@ class Task:
             "id": self.task_id,
             "method": self.method,
             "submitted_at": self.submitted_at,
+            "started_at": self.started_at,
             "finished_at": self.finishes_at,
             "finished": now >= self.finishes_at,
             "retrievable_until": self.retained_until,
             "reportable_until": self.reportable_until,
             "outcome": "solved" if self.solved else "failed",
             "code": self.code,
+            "answer_field": self.solution.field,
+            "user_agent": self.solution.user_agent,
             "pingback_url": self.pingback_url,
             "pingback_method": self.pingback_method,
             "deliveries": [attempt.to_json() for attempt in self.deliveries],

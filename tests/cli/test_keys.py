@@ -49,13 +49,22 @@ def stack(admin: str = "") -> Stack:
     )
 
 
-def dynamodb_expecting(owner: str | None) -> tuple[Any, Stubber]:
+def dynamodb_expecting(
+    owner: str | None, threads: str = "10", dialect: str = "captchaai"
+) -> tuple[Any, Stubber]:
     client = boto3.Session(
         aws_access_key_id="a", aws_secret_access_key="b", region_name="eu-west-1"
     ).client("dynamodb")
     stubber = Stubber(client)
     if owner is not None:
-        item = {"key_id": ANY, "digest": ANY, "owner": {"S": owner}, "label": ANY}
+        item = {
+            "key_id": ANY,
+            "digest": ANY,
+            "owner": {"S": owner},
+            "label": ANY,
+            "threads": {"N": threads},
+            "dialect": {"S": dialect},
+        }
         stubber.add_response(
             "put_item",
             {},
@@ -118,3 +127,26 @@ def test_keys_issue_prints_the_server_of_the_api_url_it_is_given() -> None:
     )
     assert printed.exit_code == 0, printed.output
     assert "server: 127.0.0.1:48443 " in printed.output
+
+
+def test_keys_issue_stores_the_key_s_threads_and_dialect() -> None:
+    client, stubber = dynamodb_expecting(ROLE, threads="25", dialect="2captcha")
+    context = Context(StubbedAws(client), "stack", stack())
+    printed = CliRunner().invoke(
+        keys.keys_group,
+        ["issue", "--owner", ROLE, "--threads", "25", "--dialect", "2captcha"],
+        obj=context,
+    )
+    assert printed.exit_code == 0, printed.output
+    assert "threads: 25   dialect: 2captcha" in printed.output
+    stubber.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize("threads", ["0", "1001"])
+def test_keys_issue_refuses_a_capacity_out_of_bounds(threads: str) -> None:
+    client, _ = dynamodb_expecting(None)
+    context = Context(StubbedAws(client), "stack", stack())
+    printed = CliRunner().invoke(
+        keys.keys_group, ["issue", "--owner", ROLE, "--threads", threads], obj=context
+    )
+    assert printed.exit_code != 0 and "--threads" in str(printed.exception)

@@ -89,6 +89,22 @@ CALLS: dict[str, tuple[Callable[[Any], Any], dict[str, Any]]] = {
             "image_base64_2": PNG_BASE64,
         },
     ),
+    "cloudflare_challenge_without_user_agent": (
+        lambda c: c.cloudflare_challenge(PAGE, None, PROXY),
+        {"method": "cloudflare_challenge", "url": PAGE, "proxy": PROXY},
+    ),
+    "captchafox": (
+        lambda c: c.captchafox("sk_fox", PAGE, PROXY),
+        {"method": "captchafox", "sitekey": "sk_fox", "url": PAGE, "proxy": PROXY},
+    ),
+    "friendly_captcha": (
+        lambda c: c.friendly_captcha("FCMST5", PAGE, version="v2"),
+        {"method": "friendly_captcha", "sitekey": "FCMST5", "url": PAGE, "version": "v2"},
+    ),
+    "lemin": (
+        lambda c: c.lemin("CROPPED_3dfdd5c", "lemin-div", PAGE),
+        {"method": "lemin", "captcha_id": "CROPPED_3dfdd5c", "div_id": "lemin-div", "url": PAGE},
+    ),
 }
 
 

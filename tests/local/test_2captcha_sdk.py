@@ -80,7 +80,7 @@ RUNNABLE_EXAMPLES = sorted(
 
 @pytest.fixture(scope="module")
 def worker_key(stack: LocalStack) -> str:
-    return issue_compat_key(stack.ready, WORKER.user_arn, "sdk test")
+    return issue_compat_key(stack.ready, WORKER.user_arn, "sdk test", dialect="2captcha")
 
 
 @pytest.fixture
@@ -493,6 +493,7 @@ def test_another_owner_s_key_never_reads_the_task(
     stack: LocalStack, solver: TwoCaptcha, server: str
 ) -> None:
     task_id = solver.send(method="hcaptcha", sitekey="f7de0da3", pageurl=PAGE_URL)
-    other = TwoCaptcha(issue_compat_key(stack.ready, OTHER_WORKER.user_arn, "other"), server=server)
+    other_key = issue_compat_key(stack.ready, OTHER_WORKER.user_arn, "other", dialect="2captcha")
+    other = TwoCaptcha(other_key, server=server)
     with pytest.raises(ApiException, match="ERROR_WRONG_CAPTCHA_ID"):
         other.get_result(task_id)

@@ -75,7 +75,7 @@ class SimulatorClient:
     def wait_for_result(self, task_id: str, timeout: float = 5.0) -> dict[str, Any]:
         def finished() -> dict[str, Any] | None:
             answer = self.res_json(action="get", id=task_id)
-            return None if answer["request"] == "CAPCHA_NOT_READY" else answer
+            return None if answer.get("request") == "CAPCHA_NOT_READY" else answer
 
         result: dict[str, Any] = wait_until(finished, timeout=timeout)
         return result

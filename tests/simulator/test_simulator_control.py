@@ -84,6 +84,7 @@ def test_tasks_and_stats_endpoints_tell_the_truth(start_simulator, receiver):
     client.res(action="get", ids=",".join(task_ids))
     client.res(action="get", ids=",".join([*task_ids, task_ids[0]]))
     client.res(action="getbalance")
+    client.res(action="threadsinfo")
     client.res(action="purge")
 
     tasks = client.session.get(f"{client.base_url}/_sim/tasks", timeout=5).json()
@@ -99,16 +100,18 @@ def test_tasks_and_stats_endpoints_tell_the_truth(start_simulator, receiver):
     assert [d["outcome"] for d in first["deliveries"]] == [200]
     assert stats["in"] == {"requests": 3, "accepted": 2, "rejected": 1}
     assert stats["in_errors"] == {"ERROR_WRONG_USER_KEY": 1}
-    assert stats["res"]["requests"] == 5
+    assert stats["res"]["requests"] == 6
     assert (stats["res"]["batch_requests"], stats["res"]["batch_ids"]) == (2, 5)
     assert stats["res_actions"] == {
         "get": 3,
         "getbalance": 1,
+        "threadsinfo": 1,
         "reportbad": 0,
         "reportgood": 0,
         "other": 1,
     }
     assert stats["pingbacks"]["delivered"] == 2
+    assert stats["plan"] == {"busy_refused": 0, "queued": 0, "rate_limited": 0}
     assert stats == client.simulator.stats()
 
 

@@ -65,8 +65,8 @@ def test_any_answer_part_is_the_answer_exactly_as_sent(answer: str) -> None:
     [
         ("CAPCHA_NOT_READY", AnswerKind.NOT_READY),
         ("ERROR_CAPTCHA_UNSOLVABLE", AnswerKind.TASK_FAILED),
-        ("", AnswerKind.RETRYABLE),
-        ("x" * 9000, AnswerKind.RETRYABLE),
+        ("", AnswerKind.UNREADABLE),
+        ("x" * 9000, AnswerKind.UNREADABLE),
     ],
 )
 def test_a_part_that_is_a_code_or_cannot_be_stored_is_not_an_answer(

@@ -13,10 +13,12 @@ from pingback_guard.domain.errors import (
 )
 from pingback_guard.domain.request_budgets import RequestLimits
 from pingback_guard.domain.task import DeliveryPath, TaskResult, TaskStatus
+from pingback_guard.domain.worker_keys import DEFAULT_THREADS, Dialect
 from pingback_guard.logic.compat import Event, Outcome, ProtocolAnswer
 from pingback_guard.logic.compat_results import CompatResults
 from pingback_guard.logic.compat_submit import CompatSubmit, parse_fields
 from pingback_guard.logic.get_task import TaskQuery
+from pingback_guard.logic.key_threads import KeyThreads
 from pingback_guard.logic.report import ReportService
 from pingback_guard.logic.request_budgets import BalanceSource, Endpoint, KeyBudget, SharedBalance
 from pingback_guard.logic.submit import IssuedPingback, PendingTasks, SubmitService
@@ -24,6 +26,7 @@ from pingback_guard.logic.worker_keys import KeyRefusal, WorkerKeys
 from tests.fakes import (
     FakeDeadLetterQueue,
     FakeProvider,
+    InMemoryKeyThreads,
     InMemoryRequestBudgets,
     InMemoryTaskStore,
     InMemoryWorkerKeys,
@@ -53,14 +56,18 @@ class Stack:
         in_php: RequestLimits = NO_LIMIT,
         res_php: RequestLimits = NO_LIMIT,
         balance: BalanceSource | None = None,
+        dialect: Dialect = Dialect.TWOCAPTCHA,
+        threads: int = DEFAULT_THREADS,
     ) -> None:
         self.store = InMemoryTaskStore()
         self.provider = FakeProvider()
         self.budgets = InMemoryRequestBudgets()
         self.keys = InMemoryWorkerKeys()
-        self.worker_key = self.keys.issue(WORKER)
-        self.other_key = self.keys.issue(OTHER)
+        self.worker_key = self.keys.issue(WORKER, dialect=dialect, threads=threads)
+        self.other_key = self.keys.issue(OTHER, dialect=dialect, threads=threads)
         self.now = 1000.0
+        self.threads = InMemoryKeyThreads()
+        key_threads = KeyThreads(self.threads, clock=lambda: self.now)
         keys = WorkerKeys(self.keys)
         submit = SubmitService(
             self.store,
@@ -69,7 +76,9 @@ class Stack:
             PendingTasks(120, clock=lambda: self.now),
             sleep=lambda _: None,
         )
-        self.in_php = CompatSubmit(keys, submit, budget=self._budget(Endpoint.IN_PHP, in_php))
+        self.in_php = CompatSubmit(
+            keys, submit, budget=self._budget(Endpoint.IN_PHP, in_php), threads=key_threads
+        )
         self.res_php = CompatResults(
             keys,
             TaskQuery(self.store),
@@ -77,6 +86,7 @@ class Stack:
             SharedBalance(self.budgets, balance or self.provider, 60, clock=lambda: self.now),
             clock=lambda: self.now,
             budget=self._budget(Endpoint.RES_PHP, res_php),
+            threads=key_threads,
         )
 
     def _budget(self, endpoint: Endpoint, limits: RequestLimits) -> KeyBudget:
@@ -88,8 +98,10 @@ class Stack:
     def res(self, key: str, **fields: str) -> Outcome:
         return self.res_php.answer({"key": key, **fields})
 
-    def solve(self, task_id: str, code: str = TOKEN) -> None:
-        self.store.record_result(TaskResult(task_id, code, DeliveryPath.POLL, self.now))
+    def solve(self, task_id: str, code: str = TOKEN, user_agent: str | None = None) -> None:
+        self.store.record_result(
+            TaskResult(task_id, code, DeliveryPath.POLL, self.now, user_agent=user_agent)
+        )
 
 
 @pytest.fixture
@@ -159,7 +171,9 @@ def test_get_answers_not_ready_then_the_token_then_the_same_token(stack: Stack) 
     for _ in range(2):
         outcome = stack.res(stack.worker_key, action="get", id=task_id)
         assert words(outcome) == (1, f"OK|{TOKEN}")
-        assert outcome.answer.render(as_json=True) == f'{{"status":1,"request":"{TOKEN}"}}'
+        assert outcome.answer.render(as_json=True) == (
+            f'{{"status":1,"request":"{TOKEN}","result":"{TOKEN}"}}'
+        )
 
 
 def test_another_owner_s_task_and_an_unknown_one_look_the_same(stack: Stack) -> None:

@@ -45,6 +45,19 @@ VALID_FORMS: dict[str, dict[str, str]] = {
         "proxytype": "HTTP",
     },
     "bls": {"instructions": "664", **{f"image_base64_{i}": IMAGE for i in range(1, 10)}},
+    "captchafox": {
+        "sitekey": "sk-fox",
+        "pageurl": PAGE,
+        "proxy": "login:pass@1.2.3.4:3128",
+        "proxytype": "HTTP",
+    },
+    "friendly_captcha": {"sitekey": "FCMGEMUD2KTDSQ5H", "pageurl": PAGE, "version": "v2"},
+    "lemin": {
+        "captcha_id": "CROPPED_d3d4d56_73ca4008925b4f83a8bed59c2dd0df6d",
+        "div_id": "lemin-cropped-captcha",
+        "pageurl": PAGE,
+        "apiServer": "api.leminnow.com",
+    },
 }
 
 
@@ -85,7 +98,7 @@ def test_a_registered_task_needs_no_secrets() -> None:
 @pytest.mark.parametrize(
     ("form", "field", "reason"),
     [
-        ({"method": "nope"}, "method", "method must be one of base64, bls, cloudflare_challenge"),
+        ({"method": "nope"}, "method", "method must be one of base64, bls, captchafox"),
         ({}, "method", "method must be one of"),
         (
             {"method": "turnstile", "sitekey": "0x4", "pageurl": PAGE, "score": "1"},
@@ -104,7 +117,13 @@ def test_a_registered_task_needs_no_secrets() -> None:
         ({"method": "base64", "body": IMAGE, "min_len": "x"}, "min_len", "whole number"),
         ({"method": "geetest", "gt": "abc", "pageurl": PAGE}, "challenge", "challenge is required"),
         ({"method": "geetest", "version": "4", "pageurl": PAGE}, "captcha_id", "v4"),
-        ({"method": "cloudflare_challenge", "pageurl": PAGE}, "userAgent", "userAgent is required"),
+        ({"method": "cloudflare_challenge", "pageurl": PAGE}, "proxy", "proxy is required"),
+        ({"method": "captchafox", "sitekey": "k", "pageurl": PAGE}, "proxy", "proxy is required"),
+        (
+            {"method": "friendly_captcha", "sitekey": "k", "pageurl": PAGE, "version": "v3"},
+            "version",
+            "v1 or v2",
+        ),
         (
             {"method": "userrecaptcha", "googlekey": "k", "pageurl": PAGE, "min_score": "2"},
             "min_score",

@@ -17,7 +17,7 @@ from pingback_guard.domain.errors import (
     ProviderRejectedError,
     ProviderRetryableError,
 )
-from pingback_guard.provider.answers import AnswerKind
+from pingback_guard.provider.answers import TWOCAPTCHA, AnswerKind
 from pingback_guard.provider.captchaai import CaptchaAiClient, RetryPolicy
 from pingback_guard.provider.configured_client import pooled_session
 from tests.fakes import ODD_BUT_REAL_ANSWERS, token_request
@@ -151,7 +151,6 @@ class TestSubmit:
         [
             "ERROR_WRONG_USER_KEY",
             "ERROR_KEY_DOES_NOT_EXIST",
-            "ERROR_ZERO_BALANCE",
             "ERROR_IP_NOT_ALLOWED",
         ],
     )
@@ -314,3 +313,64 @@ def test_the_pollers_session_keeps_a_connection_for_each_request_in_flight() -> 
     would open and drop a connection (a TLS handshake) for each one beyond them."""
     adapter = pooled_session(64).get_adapter("https://ocr.captchaai.com/res.php")
     assert adapter.poolmanager.connection_pool_kw["maxsize"] == 64  # type: ignore[attr-defined]
+
+
+class TestCaptchaAiDialect:
+    """CaptchaAI's own readings (captchaai 1.0.1: core/orchestrator.py, core/registry.py)."""
+
+    def test_zero_balance_with_every_thread_busy_is_busy_and_retried(self) -> None:
+        busy = reply({"threads": 5, "working_threads": 5})
+        refused = reply({"status": 0, "request": "ERROR_ZERO_BALANCE"})
+        client, transport = client_with([refused, busy, reply({"status": 1, "request": "77"})])
+        assert client.submit(RECAPTCHA, "https://cb.test") == "77"
+        assert transport.fields(1)["action"] == "threadsinfo"
+
+    def test_zero_balance_with_free_threads_is_the_account_s_error(self) -> None:
+        free = reply({"threads": 5, "working_threads": 1})
+        client, _ = client_with([reply({"status": 0, "request": "ERROR_ZERO_BALANCE"}), free])
+        with pytest.raises(ProviderAccountError, match="ERROR_ZERO_BALANCE"):
+            client.submit(RECAPTCHA, "https://cb.test")
+
+    def test_a_2captcha_account_reads_zero_balance_as_the_account_s_error_at_once(self) -> None:
+        client, transport = client_with(
+            [reply({"status": 0, "request": "ERROR_ZERO_BALANCE"})], codes=TWOCAPTCHA
+        )
+        with pytest.raises(ProviderAccountError):
+            client.submit(RECAPTCHA, "https://cb.test")
+        assert len(transport.sent) == 1
+
+    def test_an_answer_in_result_comes_with_its_user_agent(self) -> None:
+        body = {"status": 1, "request": "", "result": TOKEN, "user_agent": "Mozilla/5.0 X"}
+        client, _ = client_with([reply(body)])
+        answer = client.get_results(["11"])["11"]
+        assert (answer.kind, answer.value, answer.user_agent) == (
+            AnswerKind.READY,
+            TOKEN,
+            "Mozilla/5.0 X",
+        )
+
+    @pytest.mark.parametrize(
+        ("request_value", "text"),
+        [
+            ([1, 4, 7], "[1,4,7]"),
+            (
+                {"answer": "0xabc", "challenge_uuid": "u-1"},
+                '{"answer":"0xabc","challenge_uuid":"u-1"}',
+            ),
+        ],
+    )
+    def test_json_lists_and_objects_are_kept_as_their_text(
+        self, request_value: object, text: str
+    ) -> None:
+        client, _ = client_with([reply({"status": 1, "request": request_value})])
+        assert client.get_results(["11"])["11"].value == text
+
+    def test_a_solved_answer_it_cannot_read_is_unreadable_not_not_ready(self) -> None:
+        client, _ = client_with([reply({"status": 1, "request": ""})])
+        assert client.get_results(["11"])["11"].kind is AnswerKind.UNREADABLE
+
+    def test_threadsinfo_reads_the_counts(self) -> None:
+        client, transport = client_with([reply({"threads": 10, "working_threads": 3})])
+        usage = client.threads_info()
+        assert (usage.threads, usage.working_threads, usage.is_full) == (10, 3, False)
+        assert transport.sent[0].method == "POST"

@@ -59,14 +59,14 @@ def test_a_json_answer_of_any_shape_is_kept_as_its_compact_text(request_value: o
     value = json.loads(request_value) if isinstance(request_value, str) else request_value
     body = json.dumps({"status": 1, "request": value}).encode()
 
-    status, answer = _parse_answer("res.php", body)
+    status, answer, _ = _parse_answer("res.php", body)
 
     assert status == 1
     assert answer == json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def test_non_utf8_is_never_taken_for_a_token() -> None:
-    status, answer = _parse_answer("res.php", b'{"status": 1, "request": "03AF\xff\xfe"}')
+    status, answer, _ = _parse_answer("res.php", b'{"status": 1, "request": "03AF\xff\xfe"}')
     assert status == 1 and "\ufffd" in str(answer)
     with pytest.raises(ProviderRetryableError):
         _parse_answer("res.php", b"\xff\xfe\x00OK")
@@ -74,7 +74,7 @@ def test_non_utf8_is_never_taken_for_a_token() -> None:
 
 def _parse_or_retryable(body: bytes) -> None:
     try:
-        status, answer = _parse_answer("res.php", body)
+        status, answer, _ = _parse_answer("res.php", body)
     except ProviderRetryableError:
         return
     assert status in (0, 1) and isinstance(answer, str | int)

@@ -22,13 +22,16 @@ class ResultRecords:
 
     def record_solution(self, result: TaskResult) -> RecordedSolution:
         """A task the table does not know yet (no token_lifetime_seconds) gets the shortest
-        lifetime: its usable_until may be early, never late."""
+        lifetime: its usable_until may be early, never late. The solver's user agent, when the
+        provider sent one beside the token, is kept with it (the token is bound to it)."""
+        user_agent = {"user_agent": result.user_agent} if result.user_agent else {}
         return self._store_pingback_aware(
             result,
             "SET solution = :code, #status = :solved, received_at = :received,"
             " delivered_via = :via, expires_at = :ttl, finished_after = :finished,"
-            " usable_until = if_not_exists(token_lifetime_seconds, :lifetime) + :finished{nonce}"
-            " REMOVE due_shard, due_at, #error{decided}",
+            " usable_until = if_not_exists(token_lifetime_seconds, :lifetime) + :finished"
+            + (", solver_user_agent = :user_agent" if user_agent else "")
+            + "{nonce} REMOVE due_shard, due_at, #error{decided}",
             condition="attribute_not_exists(solution)",
             names={"#status": "status", "#error": "error"},
             written={
@@ -38,6 +41,7 @@ class ResultRecords:
                 "via": result.delivered_via.value,
                 "finished": result.finished_at_earliest,
                 "lifetime": self._table.settings.token_lifetimes.shortest,
+                **user_agent,
             },
             same=lambda old: old.get("solution") == result.code,
         )

@@ -47,4 +47,5 @@ def task_from_item(item: Mapping[str, Any]) -> Task:
         origin=TaskOrigin(item["origin"]) if item.get("origin") in set(TaskOrigin) else None,
         rivals={str(nonce): str(owner) for nonce, owner in dict(item.get("rivals") or {}).items()},
         forward_url=text_or_none(item.get("forward_url")),
+        user_agent=text_or_none(item.get("solver_user_agent")),
     )

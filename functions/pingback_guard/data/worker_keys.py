@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 from botocore.exceptions import BotoCoreError, ClientError
 
 from pingback_guard.domain.errors import StoreError, StoreUnavailableError
-from pingback_guard.domain.worker_keys import WorkerKey
+from pingback_guard.domain.worker_keys import WorkerKey, dialect_named, threads_of
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
@@ -47,4 +47,6 @@ class DynamoDbWorkerKeys:
             created_at=float(item.get("created_at", {}).get("N", "0")),
             label=item.get("label", {}).get("S", ""),
             revoked_at=float(revoked) if revoked is not None else None,
+            threads=threads_of(item.get("threads", {}).get("N")),
+            dialect=dialect_named(item.get("dialect", {}).get("S")),
         )

@@ -190,6 +190,11 @@ class TokenLifetimes:
     turnstile: float
     geetest: float
     cloudflare_challenge: float
+    # CaptchaAI's docs give no lifetime for these tokens: the template's defaults are chosen
+    # (README.md, "CAPTCHA kinds").
+    captchafox: float = 120.0
+    friendly_captcha: float = 300.0
+    lemin: float = 120.0
 
     def named(self, name: str) -> float:
         return {
@@ -198,13 +203,23 @@ class TokenLifetimes:
             "turnstile": self.turnstile,
             "geetest": self.geetest,
             "cloudflare_challenge": self.cloudflare_challenge,
+            "captchafox": self.captchafox,
+            "friendly_captcha": self.friendly_captcha,
+            "lemin": self.lemin,
         }[name]
 
     @property
     def shortest(self) -> float:
         """For a result whose kind is unknown: never call a token fresh that may not be."""
         return min(
-            self.recaptcha, self.hcaptcha, self.turnstile, self.geetest, self.cloudflare_challenge
+            self.recaptcha,
+            self.hcaptcha,
+            self.turnstile,
+            self.geetest,
+            self.cloudflare_challenge,
+            self.captchafox,
+            self.friendly_captcha,
+            self.lemin,
         )
 
 
@@ -309,6 +324,8 @@ class TaskResult:
     received_at: float
     finished_after: float | None = None
     nonce: str | None = None
+    # The solver's browser, sent by the provider beside a token bound to it.
+    user_agent: str | None = None
 
     @property
     def is_failure(self) -> bool:
@@ -360,6 +377,8 @@ class Task:
     # Other registrations of the same id (nonce -> owner) while no pingback has decided it.
     rivals: Mapping[str, str] = field(default_factory=dict)
     forward_url: str | None = None
+    # The solver's browser the token is bound to, when the provider sent it.
+    user_agent: str | None = None
 
     @property
     def finished_at_earliest(self) -> float | None:
@@ -404,4 +423,5 @@ class Task:
             ),
             "poll_attempts": self.poll_attempts,
             "reported": self.reported.value if self.reported else None,
+            "user_agent": self.user_agent,
         }

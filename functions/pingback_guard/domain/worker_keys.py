@@ -12,9 +12,22 @@ import hashlib
 import re
 import secrets
 from dataclasses import dataclass
+from enum import StrEnum
 
 KEY_PATTERN = re.compile(r"[0-9a-f]{32}")
 KEY_ID_LENGTH = 16
+# A key's capacity in threads (tasks in flight at once) when its record names none: CaptchaAI sells
+# plans by threads and its docs give no per-worker figure; `keys issue --threads N` sets another.
+DEFAULT_THREADS = 10
+MAX_THREADS = 1000
+
+
+class Dialect(StrEnum):
+    """The client family a key serves: how its "busy" answers read (logic/dialects.py).
+    CaptchaAI's is the default: it is the mission's provider."""
+
+    CAPTCHAAI = "captchaai"
+    TWOCAPTCHA = "2captcha"
 
 
 @dataclass(frozen=True)
@@ -46,3 +59,22 @@ class WorkerKey:
     created_at: float
     label: str = ""
     revoked_at: float | None = None
+    threads: int = DEFAULT_THREADS
+    dialect: Dialect = Dialect.CAPTCHAAI
+
+
+def dialect_named(name: str | None) -> Dialect:
+    """A record's dialect; one it does not name (issued before dialects) is the default."""
+    try:
+        return Dialect(name or Dialect.CAPTCHAAI.value)
+    except ValueError:
+        return Dialect.CAPTCHAAI
+
+
+def threads_of(raw: str | None) -> int:
+    """A record's thread capacity; a missing or unreadable one is the default."""
+    try:
+        value = int(raw or DEFAULT_THREADS)
+    except ValueError:
+        return DEFAULT_THREADS
+    return min(max(value, 1), MAX_THREADS)

@@ -10,6 +10,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard import aws_clients
+from pingback_guard.data.key_threads import DynamoDbKeyThreads
 from pingback_guard.data.worker_keys import DynamoDbWorkerKeys
 from pingback_guard.handlers.pingbacks import PingbackIssuer
 from pingback_guard.handlers.protocol import (
@@ -23,6 +24,7 @@ from pingback_guard.handlers.services.budgets import key_budget
 from pingback_guard.handlers.services.submit import submit_service
 from pingback_guard.logic.compat import BAD_PARAMETERS, Event, Outcome, ProtocolAnswer, wants_json
 from pingback_guard.logic.compat_submit import CompatSubmit
+from pingback_guard.logic.key_threads import KeyThreads
 from pingback_guard.logic.request_budgets import Endpoint
 from pingback_guard.logic.worker_keys import WorkerKeys
 from pingback_guard.observability import instrumented, logger, metrics
@@ -40,6 +42,7 @@ service = CompatSubmit(
         settings.submit, pingbacks, dynamodb, single_attempt_client(settings.submit.provider)
     ),
     budget=key_budget(settings.budget, Endpoint.IN_PHP, dynamodb),
+    threads=KeyThreads(DynamoDbKeyThreads(dynamodb, settings.budget.table_name)),
     allow_loopback_pingbacks=settings.allow_loopback_pingbacks,
 )
 

@@ -88,6 +88,7 @@ METRIC_BY_COUNT = {
     "duplicates": "PollDuplicate",
     "conflicts": "PollConflict",
     "retryable_errors": "ProviderRetryableError",
+    "unreadable_answers": "ProviderAnswerUnreadable",
     "batch_refused": "PollBatchRefused",
     "budget_exhausted": "PollBudgetExhausted",
     "store_errors": "PollStoreError",

@@ -11,6 +11,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from pingback_guard import aws_clients
+from pingback_guard.data.key_threads import DynamoDbKeyThreads
 from pingback_guard.data.worker_keys import DynamoDbWorkerKeys
 from pingback_guard.handlers.protocol import (
     MAX_RESULT_BODY_BYTES,
@@ -24,6 +25,7 @@ from pingback_guard.handlers.services.budgets import key_budget, shared_balance
 from pingback_guard.handlers.services.tasks import report_service, task_query
 from pingback_guard.logic.compat import BAD_PARAMETERS, Event, ProtocolAnswer, wants_json
 from pingback_guard.logic.compat_results import CompatResults
+from pingback_guard.logic.key_threads import KeyThreads
 from pingback_guard.logic.request_budgets import Endpoint
 from pingback_guard.logic.worker_keys import WorkerKeys
 from pingback_guard.observability import instrumented, logger, metrics
@@ -46,6 +48,7 @@ service = CompatResults(
     ),
     shared_balance(settings.budget, reads.provider, settings.balance_cache_seconds, dynamodb),
     budget=key_budget(settings.budget, Endpoint.RES_PHP, dynamodb),
+    threads=KeyThreads(DynamoDbKeyThreads(dynamodb, settings.budget.table_name)),
 )
 
 

@@ -1,11 +1,12 @@
-"""BLS image grids: method ``bls``, a numeric ``instructions`` code and up to nine cells
-``image_base64_1`` .. ``image_base64_9`` (data URIs or plain base64; secrets of the submit).
+"""BLS image grids: method ``bls``, ``instructions`` and up to nine cells ``image_base64_1`` ..
+``image_base64_9`` (data URIs or plain base64; secrets of the submit). CaptchaAI's SDK sends all
+nine as ``data:image/png;base64,...`` and ``instructions`` as the task's words (captchaai 1.0.1,
+helpers/image.py; client.py ``bls``), a numeric code as older clients do is text too.
 The answer is a JSON array of the matching cells' indices (1-9), e.g. ``[1, 4, 7]``."""
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 
 from pingback_guard.kinds import fields as f
@@ -36,7 +37,7 @@ KIND = Kind(
     name="bls",
     methods=frozenset({"bls"}),
     fields=(
-        f.Field("instructions", f.matches(re.compile(r"[0-9]{1,16}")), "a numeric code", 16, True),
+        f.text("instructions", 1024).needed(),
         *(_cell(index) for index in range(1, CELLS + 1)),
         f.SOFT_ID,
     ),

@@ -1,7 +1,10 @@
 """Cloudflare's challenge page ("Just a moment..."): method ``cloudflare_challenge``.
 
 The answer is the cf_clearance value; it only works with the user agent and the proxy (IP) it was
-solved with, so both are required and the parsed answer carries the user agent back.
+solved with. CaptchaAI takes ``pageurl`` with ``proxy`` and ``proxytype`` (no sitekey; the user
+agent optional) and answers in ``result`` with the solver's ``user_agent`` beside it (captchaai
+1.0.1, core/registry.py "cloudflare_challenge"): the parsed answer carries the user agent back,
+the solver's when the provider sent it (the task view's ``user_agent``), else the request's.
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ KIND = Kind(
     methods=frozenset({"cloudflare_challenge"}),
     fields=(
         f.PAGEURL,
-        f.USER_AGENT.needed(),
+        f.USER_AGENT,
         f.PROXY.needed(),
         f.PROXYTYPE.needed(),
+        f.COOKIES,
         f.SOFT_ID,
     ),
     answer_may_hold_pipe=False,

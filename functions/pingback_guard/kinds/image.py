@@ -8,6 +8,7 @@ Answers are free text (spaces, any script, '|'), a grid's ``click:1/4/6`` or a c
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 
@@ -40,11 +41,18 @@ OPTIONS = (
     f.number("max_clicks", 0, 100),
     f.text("img_type", 64),
     f.Field("previousID", f.whole_number(0, 10**20), "a task id", 20),
+    # CaptchaAI's grid (method base64 with ``instructions`` and ``grid_size``) and its normal
+    # image's case flag (captchaai 1.0.1, client.py ``grid`` and ``normal``).
+    f.text("instructions", 1024),
+    f.Field("grid_size", f.one_of("3x3", "4x4"), "3x3 or 4x4", 3),
+    f.flag("caseSensitive"),
     f.SOFT_ID,
 )
 
 
-def parse_image_answer(raw: str, _request: Mapping[str, str]) -> ParsedAnswer:
+def parse_image_answer(raw: str, request: Mapping[str, str]) -> ParsedAnswer:
+    if "grid_size" in request:
+        return parse_grid_cells(raw)
     if raw.startswith("click:"):
         grid = GRID.fullmatch(raw)
         if grid is None:
@@ -78,3 +86,16 @@ def _image_kind(method: str, image_field: str) -> Kind:
 
 BASE64 = _image_kind("base64", "body")
 POST = _image_kind("post", "file")
+
+
+def parse_grid_cells(raw: str) -> ParsedAnswer:
+    """CaptchaAI's grid answer: a JSON array of the cells to click, e.g. ``[1, 4, 7]``."""
+    try:
+        document = json.loads(raw)
+    except (ValueError, RecursionError):
+        return ParsedAnswer({"type": "text", "text": raw}, fits=False)
+    if not isinstance(document, list) or not all(
+        isinstance(cell, int) and not isinstance(cell, bool) and cell >= 0 for cell in document
+    ):
+        return ParsedAnswer({"type": "text", "text": raw}, fits=False)
+    return ParsedAnswer({"type": "grid", "cells": document})

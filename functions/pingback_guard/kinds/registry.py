@@ -14,10 +14,13 @@ from dataclasses import replace
 from pingback_guard.domain.task import UNKNOWN_ERROR_CODE, CaptchaRequest, TokenLifetimes
 from pingback_guard.kinds import (
     bls,
+    captchafox,
     cloudflare_challenge,
+    friendly_captcha,
     geetest,
     hcaptcha,
     image,
+    lemin,
     recaptcha,
     turnstile,
 )
@@ -33,6 +36,9 @@ KINDS: tuple[Kind, ...] = (
     geetest.KIND,
     cloudflare_challenge.KIND,
     bls.KIND,
+    captchafox.KIND,
+    friendly_captcha.KIND,
+    lemin.KIND,
 )
 KIND_BY_METHOD: dict[str, Kind] = {method: kind for kind in KINDS for method in kind.methods}
 METHODS = tuple(sorted(KIND_BY_METHOD))

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from pingback_guard.domain.errors import ProviderError, StoreError
 from pingback_guard.domain.worker_keys import digest_of
-from pingback_guard.logic.worker_keys import KeyRefusal, WorkerKeys
+from pingback_guard.logic.worker_keys import KeyHolder, KeyRefusal, WorkerKeys
 
 if TYPE_CHECKING:
     from pingback_guard.logic.get_task import Lookup
@@ -45,6 +45,8 @@ class ProtocolAnswer:
     request: str
     plain: str
     http_status: int = 200
+    # More fields of the JSON answer (threadsinfo's counts, a token's user_agent).
+    extra: tuple[tuple[str, object], ...] = ()
 
     @classmethod
     def error(cls, code: str, http_status: int = 200) -> ProtocolAnswer:
@@ -57,7 +59,8 @@ class ProtocolAnswer:
     def render(self, as_json: bool) -> str:
         if as_json:
             return json.dumps(
-                {"status": self.status, "request": self.request}, separators=(",", ":")
+                {"status": self.status, "request": self.request, **dict(self.extra)},
+                separators=(",", ":"),
             )
         return self.plain
 
@@ -70,6 +73,7 @@ class Event(StrEnum):
 
     KEY_REFUSED = "CompatKeyRefused"
     OVER_BUDGET = "CompatKeyOverBudget"
+    THREADS_BUSY = "CompatKeyThreadsBusy"
     REJECTED = "SubmitRejected"
     SUBMITTED = "TaskSubmitted"
     NOT_RECORDED = "SubmitNotRecorded"
@@ -94,50 +98,61 @@ def wants_json(fields: Mapping[str, str]) -> bool:
     return fields.get("json", "").lower() in JSON_FLAGS
 
 
-def key_owner(keys: WorkerKeys, fields: Mapping[str, str]) -> str | Outcome:
-    """The key's owner, or the answer for a key that speaks for nobody."""
+def key_holder(keys: WorkerKeys, fields: Mapping[str, str]) -> KeyHolder | Outcome:
+    """The key's holder, or the answer for a key that speaks for nobody."""
     try:
-        owner = keys.owner_of(fields.get("key"))
+        holder = keys.holder_of(fields.get("key"))
     except StoreError:
         return Outcome(UNAVAILABLE, Event.STORE_UNAVAILABLE)
-    if isinstance(owner, KeyRefusal):
-        return Outcome(ProtocolAnswer.error(owner.value), Event.KEY_REFUSED)
-    return owner
+    if isinstance(holder, KeyRefusal):
+        return Outcome(ProtocolAnswer.error(holder.value), Event.KEY_REFUSED)
+    return holder
 
 
-def admitted_owner(keys: WorkerKeys, budget: KeyBudget, fields: Mapping[str, str]) -> str | Outcome:
-    """The key's owner when the key speaks for one and this request fits the key's budget;
-    otherwise the answer, and the request goes no further (never to the provider)."""
-    owner = key_owner(keys, fields)
-    if isinstance(owner, Outcome):
-        return owner
-    return within_budget(budget, fields["key"], owner)
+@dataclass(frozen=True)
+class KeyedRequest:
+    """A request whose key speaks for a holder: its fields, and the budget's refusal when the
+    key is over its budget (the caller answers it in the key's own dialect)."""
+
+    holder: KeyHolder
+    fields: dict[str, str]
+    over_budget: Outcome | None
 
 
-def admitted_fields(
+def keyed_fields(
     keys: WorkerKeys, budget: KeyBudget, pairs: Iterable[tuple[str, str]]
-) -> tuple[str, dict[str, str]] | Outcome:
-    """The owner of the request's key and every field, or the answer that refuses it, given as
-    soon as it is known: nothing after it is read. The first ``key`` read is checked and charged
-    to its budget where it is read (one lookup and one budget write per request, however many
-    keys follow); a second, different key refuses the request (PHP would answer for the last
-    one, so a request must not be admitted under one key and read as another's). A request with
-    no key is read whole, then refused as keyless."""
+) -> KeyedRequest | Outcome:
+    """The request's key holder and every field, or the answer that refuses it, given as soon
+    as it is known: nothing after it is read. The first ``key`` read is checked and charged to
+    its budget where it is read (one lookup and one budget write per request, however many keys
+    follow); a second, different key refuses the request (PHP would answer for the last one, so
+    a request must not be admitted under one key and read as another's). A key over its budget
+    still has its request read (bounded by the parser), so the refusal can say what its client
+    reads as "busy" for that action. A request with no key is read whole, then refused."""
     fields: dict[str, str] = {}
-    owner: str | None = None
+    holder: KeyHolder | None = None
+    over_budget: Outcome | None = None
     for name, value in pairs:
         if name == "key":
-            if owner is None:
-                admitted = admitted_owner(keys, budget, {"key": value})
-                if isinstance(admitted, Outcome):
-                    return admitted
-                owner = admitted
+            if holder is None:
+                found = key_holder(keys, {"key": value})
+                if isinstance(found, Outcome):
+                    return found
+                holder = found
+                over_budget = _budget_refusal(budget, value, holder.owner)
+                if over_budget is not None and over_budget.event is not Event.OVER_BUDGET:
+                    return over_budget
             elif value != fields["key"]:
                 return Outcome(ProtocolAnswer.error(KeyRefusal.MALFORMED.value), Event.KEY_REFUSED)
         fields[name] = value
-    if owner is None:
+    if holder is None:
         return Outcome(ProtocolAnswer.error(KeyRefusal.MALFORMED.value), Event.KEY_REFUSED)
-    return owner, fields
+    return KeyedRequest(holder, fields, over_budget)
+
+
+def _budget_refusal(budget: KeyBudget, key: str, owner: str) -> Outcome | None:
+    admitted = within_budget(budget, key, owner)
+    return admitted if isinstance(admitted, Outcome) else None
 
 
 def within_budget(budget: KeyBudget, key: str, owner: str) -> str | Outcome:

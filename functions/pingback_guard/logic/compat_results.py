@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 
 from pingback_guard.domain.errors import (
     PingbackGuardError,
@@ -17,6 +18,7 @@ from pingback_guard.domain.task import (
     TASK_ID_PATTERN,
     ReportClaim,
     ReportVerdict,
+    TaskStatus,
     normalise_task_id,
 )
 from pingback_guard.domain.worker_keys import digest_of
@@ -29,14 +31,16 @@ from pingback_guard.logic.compat import (
     Event,
     Outcome,
     ProtocolAnswer,
-    admitted_fields,
+    keyed_fields,
     provider_code_of,
 )
+from pingback_guard.logic.dialects import BUSY_ANSWERS
 from pingback_guard.logic.forwarding import protocol_word
 from pingback_guard.logic.get_task import Lookup, TaskQuery
+from pingback_guard.logic.key_threads import KeyThreads, ThreadsInfo
 from pingback_guard.logic.report import ReportService
 from pingback_guard.logic.request_budgets import BalanceSource, KeyBudget
-from pingback_guard.logic.worker_keys import WorkerKeys
+from pingback_guard.logic.worker_keys import KeyHolder, WorkerKeys
 
 REPORT_RECORDED = "OK_REPORT_RECORDED"
 MAX_IDS = 100
@@ -60,6 +64,7 @@ class CompatResults:
         clock: Callable[[], float] = time.time,
         *,
         budget: KeyBudget,
+        threads: KeyThreads | None = None,
     ) -> None:
         self._keys = keys
         self._query = query
@@ -67,35 +72,72 @@ class CompatResults:
         self._balance_source = balance
         self._clock = clock
         self._budget = budget
+        self._threads = threads
 
     def answer(self, fields: Mapping[str, str] | Iterable[tuple[str, str]]) -> Outcome:
         """``fields`` may be read lazily (pairs, the handler's parser): the key is checked and
         charged as soon as it is read, before the rest of the request is."""
         pairs = fields.items() if isinstance(fields, Mapping) else fields
-        admitted = admitted_fields(self._keys, self._budget, pairs)
-        if isinstance(admitted, Outcome):
-            return admitted
-        owner, fields = admitted
+        keyed = keyed_fields(self._keys, self._budget, pairs)
+        if isinstance(keyed, Outcome):
+            return keyed
+        holder, fields = keyed.holder, keyed.fields
         action = fields.get("action", "")
+        if keyed.over_budget is not None:
+            return self._over_budget(holder, action, keyed.over_budget)
         try:
-            if action == "get":
-                return self._get(fields, owner)
-            if action in {"reportgood", "reportbad"}:
-                return self._report(fields.get("id", ""), action, owner)
-            if action == "getbalance":
-                return self._balance()
+            return self._action(holder, action, fields)
         except StoreError:
             return Outcome(UNAVAILABLE, Event.STORE_UNAVAILABLE)
+
+    def _action(self, holder: KeyHolder, action: str, fields: Mapping[str, str]) -> Outcome:
+        owner = holder.owner
+        if action == "get":
+            return self._finished_read(holder, self._get(fields, owner))
+        if action == "threadsinfo" and self._threads is not None:
+            return _threads_answer(self._threads.info(holder))
+        if action in {"reportgood", "reportbad"}:
+            return self._report(fields.get("id", ""), action, owner)
+        if action == "getbalance":
+            return self._balance()
         return Outcome(
             ProtocolAnswer.error(BAD_PARAMETERS if action else EMPTY_ACTION), Event.ANSWERED
         )
+
+    def _over_budget(self, holder: KeyHolder, action: str, refused: Outcome) -> Outcome:
+        """A key over its budget gets the answer its own client reads as "ask again later"."""
+        busy = BUSY_ANSWERS[holder.dialect].read_over_budget
+        if refused.event is not Event.OVER_BUDGET or busy is None:
+            return refused
+        if action == "threadsinfo":
+            full = ThreadsInfo(holder.threads, holder.threads)
+            return Outcome(_threads_answer(full).answer, refused.event, key_id=holder.key_id)
+        if action == "get":
+            return Outcome(ProtocolAnswer.error(busy), refused.event, key_id=holder.key_id)
+        return refused
+
+    def _finished_read(self, holder: KeyHolder, outcome: Outcome) -> Outcome:
+        """A task its key reads final no longer holds one of the key's threads."""
+        if self._threads is None:
+            return outcome
+        for task_id, found in outcome.lookups:
+            if found.view.get("status") != TaskStatus.PENDING.value:
+                try:
+                    self._threads.finished(holder, task_id)
+                except StoreError:
+                    continue
+        return outcome
 
     def _get(self, fields: Mapping[str, str], owner: str) -> Outcome:
         if "ids" in fields:
             return self._get_ids(fields["ids"], fields["key"], owner)
         lookups: list[tuple[str, Lookup]] = []
         solved, text = self._describe(fields.get("id", ""), owner, lookups)
-        answer = ProtocolAnswer.ok(text, f"OK|{text}") if solved else ProtocolAnswer.error(text)
+        if not solved:
+            return Outcome(ProtocolAnswer.error(text), Event.ANSWERED, lookups=lookups)
+        answer = replace(
+            ProtocolAnswer.ok(text, f"OK|{text}"), extra=_answer_fields(text, lookups[-1][1])
+        )
         return Outcome(answer, Event.ANSWERED, lookups=lookups)
 
     def _get_ids(self, ids: str, key: str, owner: str) -> Outcome:
@@ -160,3 +202,19 @@ class CompatResults:
         except PingbackGuardError:
             return Outcome(UNAVAILABLE, Event.PROVIDER_UNAVAILABLE)
         return Outcome(ProtocolAnswer.ok(str(balance)), Event.ANSWERED)
+
+
+def _threads_answer(info: ThreadsInfo) -> Outcome:
+    """threadsinfo as CaptchaAI's SDK reads it: ``threads`` and ``working_threads`` (JSON; the
+    same JSON without json=1: CaptchaAI's docs give no plain-text form)."""
+    counts = (("threads", info.threads), ("working_threads", info.working_threads))
+    plain = f'{{"threads":{info.threads},"working_threads":{info.working_threads}}}'
+    return Outcome(ProtocolAnswer(1, "OK", plain, extra=counts), Event.ANSWERED)
+
+
+def _answer_fields(answer: str, found: Lookup) -> tuple[tuple[str, object], ...]:
+    """A solved task's JSON answer beside ``request``: ``result`` (CaptchaAI's clients read some
+    kinds' answers there: captchaai 1.0.1 core/registry.py ``solution_key``; 2captcha's read
+    ``request``) and the solver's ``user_agent`` when the provider sent one."""
+    user_agent = found.view.get("user_agent")
+    return (("result", answer),) + ((("user_agent", user_agent),) if user_agent else ())

@@ -9,6 +9,7 @@ from pingback_guard.domain.errors import (
     PingbackGuardError,
     ProviderAccountError,
     ProviderRejectedError,
+    StoreError,
     TaskNotRecordedError,
 )
 from pingback_guard.domain.task import CaptchaRequest
@@ -19,13 +20,15 @@ from pingback_guard.logic.compat import (
     Event,
     Outcome,
     ProtocolAnswer,
-    admitted_fields,
+    keyed_fields,
     provider_code_of,
 )
+from pingback_guard.logic.dialects import BUSY_ANSWERS
 from pingback_guard.logic.forwarding import is_forwardable_url
+from pingback_guard.logic.key_threads import KeyThreads
 from pingback_guard.logic.request_budgets import KeyBudget
 from pingback_guard.logic.submit import IssuedPingback, SubmitService
-from pingback_guard.logic.worker_keys import WorkerKeys
+from pingback_guard.logic.worker_keys import KeyHolder, WorkerKeys
 
 GOOGLEKEY = "ERROR_GOOGLEKEY"
 PAGEURL = "ERROR_PAGEURL"
@@ -92,10 +95,12 @@ class CompatSubmit:
         parse: Callable[[Mapping[str, str]], CaptchaRequest] = parse_fields,
         *,
         budget: KeyBudget,
+        threads: KeyThreads | None = None,
         allow_loopback_pingbacks: bool = False,
     ) -> None:
         self._keys = keys
         self._budget = budget
+        self._threads = threads
         self._service = service
         self._parse = parse
         self._allow_loopback = allow_loopback_pingbacks
@@ -108,10 +113,12 @@ class CompatSubmit:
         """``fields`` may be read lazily (pairs, the handler's parser): the key is checked and
         charged as soon as it is read, and a refused one stops the reading there."""
         pairs = fields.items() if isinstance(fields, Mapping) else fields
-        admitted = admitted_fields(self._keys, self._budget, pairs)
-        if isinstance(admitted, Outcome):
-            return admitted
-        owner, read = admitted
+        keyed = keyed_fields(self._keys, self._budget, pairs)
+        if isinstance(keyed, Outcome):
+            return keyed
+        holder, read = keyed.holder, keyed.fields
+        if keyed.over_budget is not None:
+            return self._over_budget(holder, keyed.over_budget)
         try:
             forward_url = forward_url_of(read, allow_loopback=self._allow_loopback)
             request = self._parse(
@@ -119,13 +126,72 @@ class CompatSubmit:
             )
         except InvalidFieldsError as invalid:
             return Outcome(ProtocolAnswer.error(invalid.code), Event.REJECTED)
+        token = self._thread_for(holder)
+        if isinstance(token, Outcome):
+            return token
+        return self._submit(request, issue_pingback, holder, forward_url, token)
+
+    def _thread_for(self, holder: KeyHolder) -> str | Outcome | None:
+        """The submit's thread (its token; None without thread accounting), or the answer for a
+        key whose threads are all in flight."""
+        if self._threads is None:
+            return None
         try:
-            task = self._service.submit(request, issue_pingback(), owner, forward_url)
+            token = self._threads.reserve(holder)
+            if token is not None:
+                return token
+            answers = BUSY_ANSWERS[holder.dialect]
+            if answers.threadsinfo_shows_busy:
+                # The client asks threadsinfo next: a thread freed in between must not read as
+                # "no plan" (CaptchaAI's SDK then raises instead of retrying).
+                self._threads.refused_busy(holder)
+        except StoreError:
+            return Outcome(UNAVAILABLE, Event.STORE_UNAVAILABLE)
+        refused = ProtocolAnswer.error(answers.no_thread)
+        return Outcome(refused, Event.THREADS_BUSY, key_id=holder.key_id)
+
+    def _submit(
+        self,
+        request: CaptchaRequest,
+        issue_pingback: Callable[[], IssuedPingback],
+        holder: KeyHolder,
+        forward_url: str | None,
+        token: str | None,
+    ) -> Outcome:
+        """The submit, its thread (``token``) kept by its task or freed when it made none."""
+        try:
+            task = self._service.submit(request, issue_pingback(), holder.owner, forward_url)
         except PingbackGuardError as error:
+            self._free_thread(holder, token, None)
             return _submit_failure(error)
+        self._free_thread(holder, token, task.task_id)
         return Outcome(
             ProtocolAnswer.ok(task.task_id, f"OK|{task.task_id}"), Event.SUBMITTED, task.task_id
         )
+
+    def _free_thread(self, holder: KeyHolder, token: str | None, task_id: str | None) -> None:
+        """The thread passes to the task, or is freed; a store failure leaves it to its lease."""
+        if self._threads is None or token is None:
+            return
+        try:
+            if task_id is None:
+                self._threads.abandon(holder, token)
+            else:
+                self._threads.settle(holder, token, task_id)
+        except StoreError:
+            return
+
+    def _over_budget(self, holder: KeyHolder, refused: Outcome) -> Outcome:
+        """A key over its request budget gets the answer its own client reads as "busy"."""
+        answers = BUSY_ANSWERS[holder.dialect]
+        if refused.event is not Event.OVER_BUDGET or answers.over_rate is None:
+            return refused
+        if self._threads and answers.threadsinfo_shows_busy:
+            try:
+                self._threads.refused_busy(holder)
+            except StoreError:
+                return Outcome(UNAVAILABLE, Event.STORE_UNAVAILABLE)
+        return Outcome(ProtocolAnswer.error(answers.over_rate), refused.event, key_id=holder.key_id)
 
 
 def _submit_failure(error: PingbackGuardError) -> Outcome:

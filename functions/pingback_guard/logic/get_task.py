@@ -273,6 +273,7 @@ class TaskQuery:
             DeliveryPath.READ_THROUGH,
             received_at=answered_at,
             finished_after=_last_seen_unfinished(task),
+            user_agent=answer.user_agent,
         )
         recorded = store_result(self._store, result)
         outcome = recorded.outcome

@@ -49,7 +49,13 @@ def parse_callback(
         raise InvalidCallbackError(str(error)) from None
     code = fields.get("code", "")
     check_code(code)
-    return TaskResult(task_id, code, DeliveryPath.CALLBACK, received_at, nonce=nonce)
+    # A token bound to the solver's browser may come with it (CaptchaAI's user_agent).
+    user_agent = fields.get("user_agent") or None
+    if user_agent is not None and not is_storable_answer(user_agent):
+        raise InvalidCallbackError("user_agent must be UTF-8 text")
+    return TaskResult(
+        task_id, code, DeliveryPath.CALLBACK, received_at, nonce=nonce, user_agent=user_agent
+    )
 
 
 def check_code(code: object) -> None:

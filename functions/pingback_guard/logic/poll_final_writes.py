@@ -41,6 +41,7 @@ def final_write(task: DueTask, answer: ProviderAnswer, now: float) -> FinalWrite
         DeliveryPath.POLL,
         received_at=now,
         finished_after=task.last_checked_at or task.submitted_at,
+        user_agent=answer.user_agent,
     )
     return FinalWrite(task, answer, result)
 

@@ -479,6 +479,7 @@ class PollerService:
             report.store_errors += 1
             return
         report.not_ready += int(answer.kind is AnswerKind.NOT_READY)
+        report.unreadable_answers += int(answer.kind is AnswerKind.UNREADABLE)
 
     def _next_check(self, task: DueTask, now: float, attempts: int) -> float:
         expires_at = self._policy.expires_at(task)

@@ -20,6 +20,8 @@ class SweepReport:
     duplicates: int = 0
     conflicts: int = 0
     retryable_errors: int = 0
+    # "Solved" answers the client could not read (asked again, alarmed: ProviderAnswerUnreadable).
+    unreadable_answers: int = 0
     batch_refused: int = 0
     budget_exhausted: int = 0
     store_errors: int = 0

@@ -6,11 +6,12 @@ assumed-role session, a role ARN with a path) is read so too."""
 from __future__ import annotations
 
 import hmac
+from dataclasses import dataclass
 from enum import StrEnum
 
 from pingback_guard.data.worker_keys import WorkerKeyStore
 from pingback_guard.domain.principals import owner_of
-from pingback_guard.domain.worker_keys import digest_of, is_well_formed
+from pingback_guard.domain.worker_keys import Dialect, digest_of, is_well_formed
 
 
 class KeyRefusal(StrEnum):
@@ -20,12 +21,27 @@ class KeyRefusal(StrEnum):
     UNKNOWN = "ERROR_KEY_DOES_NOT_EXIST"  # never issued, or revoked: the caller cannot tell
 
 
+@dataclass(frozen=True)
+class KeyHolder:
+    """Who a key speaks for, and what its record says of its capacity and its clients."""
+
+    owner: str
+    key_id: str
+    threads: int
+    dialect: Dialect
+
+
 class WorkerKeys:
     def __init__(self, store: WorkerKeyStore) -> None:
         self._store = store
 
     def owner_of(self, key: object) -> str | KeyRefusal:
         """The key's owner, or why it is refused. A StoreError is the caller's to answer."""
+        holder = self.holder_of(key)
+        return holder if isinstance(holder, KeyRefusal) else holder.owner
+
+    def holder_of(self, key: object) -> KeyHolder | KeyRefusal:
+        """The key's holder, or why it is refused. A StoreError is the caller's to answer."""
         if not is_well_formed(key):
             return KeyRefusal.MALFORMED
         wanted = digest_of(str(key))
@@ -34,4 +50,4 @@ class WorkerKeys:
             return KeyRefusal.UNKNOWN
         if record.revoked_at is not None or not record.owner:
             return KeyRefusal.UNKNOWN
-        return owner_of(record.owner)
+        return KeyHolder(owner_of(record.owner), record.key_id, record.threads, record.dialect)

@@ -1,9 +1,15 @@
-"""What the provider's answers mean. Pure functions: no I/O."""
+"""What the provider's answers mean. Pure functions: no I/O.
+
+Each provider's codes are data (``ProviderCodes``), read from that provider's documentation and
+published client; the logic never branches on a provider's name. CAPTCHAAI is the default: the
+stack's provider.
+"""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from pingback_guard.domain.task import (
@@ -33,14 +39,19 @@ class AnswerKind(StrEnum):
     TASK_PERMANENT = "task_permanent"
     ACCOUNT = "account"
     RETRYABLE = "retryable"
+    # The provider said "solved" (status 1) in a shape the client cannot read: asked again, and
+    # counted (ProviderAnswerUnreadable, alarmed), never left to expire in silence.
+    UNREADABLE = "unreadable"
 
 
 @dataclass(frozen=True)
 class ProviderAnswer:
-    """One task's answer: ``value`` is the token when READY, else the provider's code."""
+    """One task's answer: ``value`` is the token when READY, else the provider's code.
+    ``user_agent``: the solver's browser, sent beside a token that is bound to it."""
 
     kind: AnswerKind
     value: str
+    user_agent: str | None = None
 
     @property
     def is_final(self) -> bool:
@@ -56,12 +67,33 @@ KIND_BY_CODE: dict[str, AnswerKind] = {
 }
 
 
-def classify(text: str) -> ProviderAnswer:
+@dataclass(frozen=True)
+class ProviderCodes:
+    """One provider's reading of its codes. ``submit_busy_if_threads_full``: in.php codes that
+    mean "every thread of the plan is busy" when res.php ``threadsinfo`` shows the plan full (then
+    retryable), and the account's own error otherwise."""
+
+    kind_by_code: Mapping[str, AnswerKind] = field(default_factory=lambda: KIND_BY_CODE)
+    submit_busy_if_threads_full: frozenset[str] = frozenset()
+
+
+# 2captcha: https://2captcha.com/api-docs/error-handling lists ERROR_ZERO_BALANCE as an account
+# error and ERROR_NO_SLOT_AVAILABLE / MAX_USER_TURN as "wait and retry".
+TWOCAPTCHA = ProviderCodes()
+# CaptchaAI: its SDK (captchaai 1.0.1, core/orchestrator.py submit_task and
+# diagnose_account_when_busy) reads ERROR_ZERO_BALANCE on in.php as "maybe all threads are busy":
+# it asks threadsinfo, retries about 8 s later when working_threads >= threads, and raises "no
+# active plan" otherwise. Its blog (blog.captchaai.com/error-zero-balance-payment-billing-
+# troubleshooting) gives the code's other meaning, an account without funds.
+CAPTCHAAI = ProviderCodes(submit_busy_if_threads_full=frozenset({"ERROR_ZERO_BALANCE"}))
+
+
+def classify(text: str, codes: ProviderCodes = CAPTCHAAI) -> ProviderAnswer:
     """Classify a code res.php or in.php sent with status 0 (CAPCHA_NOT_READY or an error).
 
     An error code the stack does not know is retried, never taken for a task's failure."""
     value = text.strip()
-    known = KIND_BY_CODE.get(value)
+    known = codes.kind_by_code.get(value)
     if known is not None:
         return ProviderAnswer(known, value)
     if RATE_LIMIT_ERROR.fullmatch(value):
@@ -69,12 +101,12 @@ def classify(text: str) -> ProviderAnswer:
     return ProviderAnswer(AnswerKind.RETRYABLE, _describe_unexpected(value))
 
 
-def ready(answer: str) -> ProviderAnswer:
+def ready(answer: str, user_agent: str | None = None) -> ProviderAnswer:
     """An answer res.php sent with status 1: the task's answer exactly as sent, whatever its
-    shape (spaces, any script, JSON, '|'); only one too large to store, or empty, is retried."""
+    shape (spaces, any script, JSON, '|'); one too large to store, or empty, is unreadable."""
     if not is_storable_answer(answer):
-        return ProviderAnswer(AnswerKind.RETRYABLE, f"UNEXPECTED_ANSWER(len={len(answer)})")
-    return ProviderAnswer(AnswerKind.READY, answer)
+        return ProviderAnswer(AnswerKind.UNREADABLE, f"UNEXPECTED_ANSWER(len={len(answer)})")
+    return ProviderAnswer(AnswerKind.READY, answer, user_agent or None)
 
 
 def classify_part(part: str) -> ProviderAnswer:

@@ -18,7 +18,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import requests
 import urllib3
@@ -32,8 +32,10 @@ from pingback_guard.domain.errors import (
 from pingback_guard.domain.task import CaptchaRequest, normalise_task_id
 from pingback_guard.kinds.fields import decode_image
 from pingback_guard.provider.answers import (
+    CAPTCHAAI,
     AnswerKind,
     ProviderAnswer,
+    ProviderCodes,
     classify,
     classify_part,
     ready,
@@ -47,6 +49,27 @@ MAX_ANSWER_BYTES = 1024 * 1024
 READ_CHUNK_BYTES = 16 * 1024
 # method=post uploads the image as a multipart file; the request holds it base64 in "file".
 UPLOADED_FIELD = "file"
+
+
+class Reply(NamedTuple):
+    """One in.php / res.php answer: ``status`` 1 or 0, the answer (or code), and the solver's
+    user agent when the provider sent one beside the answer."""
+
+    status: int
+    answer: Any
+    user_agent: str | None = None
+
+
+@dataclass(frozen=True)
+class ThreadUsage:
+    """res.php ``threadsinfo``: the plan's threads and how many are solving now."""
+
+    threads: int
+    working_threads: int
+
+    @property
+    def is_full(self) -> bool:
+        return self.working_threads >= self.threads
 
 
 @dataclass(frozen=True)
@@ -74,6 +97,7 @@ class CaptchaAiClient:
         session: requests.Session | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        codes: ProviderCodes = CAPTCHAAI,
     ) -> None:
         self._base_url = base_url.rstrip("/")
         self._api_key = api_key_source
@@ -85,6 +109,7 @@ class CaptchaAiClient:
         self._session.headers["User-Agent"] = USER_AGENT
         self._sleep = sleep
         self._rng = rng or random.Random()
+        self._codes = codes
 
     def submit(self, request: CaptchaRequest, pingback_url: str) -> str:
         form = {
@@ -98,7 +123,7 @@ class CaptchaAiClient:
         files = {"file": ("captcha", decode_image(upload))} if upload is not None else None
         for attempt in range(self._retry.attempts):
             try:
-                status, answer = self._exchange("POST", "in.php", form, files)
+                status, answer, _ = self._exchange("POST", "in.php", form, files)
             except ProviderRetryableError as error:
                 if not error.resend_is_safe or attempt + 1 >= self._retry.attempts:
                     raise
@@ -106,12 +131,39 @@ class CaptchaAiClient:
                 continue
             if status == 1:
                 return self._task_id_from(answer)
-            verdict = classify(str(answer))
+            verdict = self._submit_verdict(str(answer))
             if verdict.kind is AnswerKind.RETRYABLE and attempt + 1 < self._retry.attempts:
                 self._sleep(self._retry.delay(attempt, self._rng))
                 continue
             _raise_for(verdict, "in.php")
         raise ProviderRetryableError("in.php: no attempt left")  # pragma: no cover
+
+    def _submit_verdict(self, code: str) -> ProviderAnswer:
+        """A refused submit's meaning; a code that may mean "plan busy" is decided as the
+        provider's own client decides it, by asking threadsinfo."""
+        verdict = classify(code, self._codes)
+        if verdict.value not in self._codes.submit_busy_if_threads_full:
+            return verdict
+        if self.threads_info().is_full:
+            return ProviderAnswer(AnswerKind.RETRYABLE, verdict.value)
+        return ProviderAnswer(AnswerKind.ACCOUNT, verdict.value)
+
+    def threads_info(self) -> ThreadUsage:
+        """res.php ``threadsinfo`` (POST, as CaptchaAI's SDK asks it): the plan's thread cap and
+        the threads in use; a provider that does not answer it reads as a full plan."""
+        status, answer, _ = self._exchange(
+            "POST",
+            "res.php",
+            {"key": self._api_key(), "action": "threadsinfo", "json": "1"},
+            counts=True,
+        )
+        counts = answer if isinstance(answer, dict) else {}
+        try:
+            return ThreadUsage(int(counts["threads"]), int(counts["working_threads"]))
+        except (KeyError, TypeError, ValueError):
+            if status == 0:
+                _raise_for(classify(str(answer), self._codes), "res.php threadsinfo")
+            raise ProviderRetryableError("res.php threadsinfo: no thread counts") from None
 
     def get_results(self, task_ids: Sequence[str]) -> dict[str, ProviderAnswer]:
         """One HTTP request: ``ids=`` for several ids, ``id=`` for one; never retried here."""
@@ -124,24 +176,24 @@ class CaptchaAiClient:
         the provider (no connection made), and a provider answer other than OK carries its code."""
         action = "reportgood" if good else "reportbad"
         query = {"key": self._api_key(), "json": "1", "action": action, "id": task_id}
-        status, answer = self._exchange("GET", "res.php", query, at_most_once=True)
+        status, answer, _ = self._exchange("GET", "res.php", query, at_most_once=True)
         if status != 1:
-            _raise_for(classify(str(answer)), f"res.php {action}")
+            _raise_for(classify(str(answer), self._codes), f"res.php {action}")
 
     def balance(self) -> float:
-        status, answer = self._read({"action": "getbalance"})
+        status, answer, _ = self._read({"action": "getbalance"})
         if status != 1:
-            _raise_for(classify(str(answer)), "res.php getbalance")
+            _raise_for(classify(str(answer), self._codes), "res.php getbalance")
         try:
             return float(answer)
         except (TypeError, ValueError):
             raise ProviderRetryableError("res.php getbalance: malformed balance") from None
 
     def _get_one(self, task_id: str) -> ProviderAnswer:
-        status, answer = self._get({"action": "get", "id": task_id})
+        status, answer, user_agent = self._get({"action": "get", "id": task_id})
         if status == 1:
-            return ready(str(answer))
-        verdict = classify(str(answer))
+            return ready(str(answer), user_agent)
+        verdict = classify(str(answer), self._codes)
         if verdict.kind is AnswerKind.ACCOUNT:
             _raise_for(verdict, "res.php get")
         return verdict
@@ -149,14 +201,14 @@ class CaptchaAiClient:
     def _get_batch(self, task_ids: Sequence[str]) -> dict[str, ProviderAnswer]:
         """Only kinds whose answers never hold '|' are batched (kinds.registry.polled_alone);
         a batch whose parts do not match its ids is refused whole, never split by guesswork."""
-        status, answer = self._get({"action": "get", "ids": ",".join(task_ids)})
+        status, answer, _ = self._get({"action": "get", "ids": ",".join(task_ids)})
         parts = str(answer).split("|")
         if status == 1 and len(parts) == len(task_ids):
             return {
                 task_id: classify_part(part) for task_id, part in zip(task_ids, parts, strict=True)
             }
         if status == 0:
-            verdict = classify(str(answer))
+            verdict = classify(str(answer), self._codes)
             if verdict.kind is AnswerKind.ACCOUNT:
                 _raise_for(verdict, "res.php get ids")
             if verdict.kind is AnswerKind.NOT_READY:
@@ -166,10 +218,10 @@ class CaptchaAiClient:
         # ids= refused (CaptchaAI does not document it) or answered out of shape.
         raise ProviderBatchRefusedError("res.php get ids: answer out of shape")
 
-    def _get(self, params: dict[str, str]) -> tuple[int, Any]:
+    def _get(self, params: dict[str, str]) -> Reply:
         return self._exchange("GET", "res.php", {"key": self._api_key(), "json": "1", **params})
 
-    def _read(self, params: dict[str, str]) -> tuple[int, Any]:
+    def _read(self, params: dict[str, str]) -> Reply:
         query = {"key": self._api_key(), "json": "1", **params}
         for attempt in range(self._retry.attempts):
             try:
@@ -187,9 +239,10 @@ class CaptchaAiClient:
         fields: dict[str, str],
         files: dict[str, tuple[str, bytes]] | None = None,
         *,
+        counts: bool = False,
         at_most_once: bool = False,
-    ) -> tuple[int, Any]:
-        """One HTTP request; returns (status, request) of the provider's JSON answer.
+    ) -> Reply:
+        """One HTTP request; the provider's answer (``counts``: threadsinfo's JSON object).
 
         A GET is safe to resend; a POST, or a request ``at_most_once`` (a report), only when it
         surely never reached the provider (for the latter, an HTTP error answer reached it too).
@@ -233,7 +286,7 @@ class CaptchaAiClient:
         finally:
             if response.raw is not None:
                 response.close()
-        return _parse_answer(endpoint, content)
+        return _parse_counts(endpoint, content) if counts else _parse_answer(endpoint, content)
 
     @staticmethod
     def _task_id_from(answer: object) -> str:
@@ -295,31 +348,52 @@ def _limit_wait(raw: urllib3.BaseHTTPResponse, seconds: float) -> None:
         sock.settimeout(seconds)
 
 
-def _parse_answer(endpoint: str, content: bytes) -> tuple[int, Any]:
+def _parse_answer(endpoint: str, content: bytes) -> Reply:
     """JSON ``{"status": 0|1, "request": ...}``, or the plain-text forms ``OK|x`` / ``ERROR_X``.
 
-    Hostile answers (deep nesting, non-UTF-8, odd types) become a retryable error, never a crash.
+    CaptchaAI answers some kinds (reCAPTCHA Enterprise, Cloudflare Challenge) in ``result``, with
+    the solver's ``user_agent`` beside it (captchaai 1.0.1, core/registry.py ``solution_key`` and
+    ``returns_user_agent``; helpers/extract.py): a solved answer is ``result`` when the provider
+    sent one, else ``request``. Hostile answers (deep nesting, non-UTF-8, odd types) become a
+    retryable error, never a crash.
     """
     body = content.decode("utf-8", errors="replace").strip()
-    try:
-        document = json.loads(body)
-    except (ValueError, RecursionError):
-        document = None
+    document = _json_document(body)
     if isinstance(document, dict) and "status" in document:
+        status_field = document.get("status")
+        status = 1 if status_field in (1, "1") and not isinstance(status_field, bool) else 0
         request = document.get("request", "")
+        result = document.get("result")
+        if status == 1 and result not in (None, ""):
+            request = result
         if isinstance(request, dict | list):
-            # Some providers answer a GeeTest or BLS task's JSON as JSON, not as a string: kept
+            # JSON answers (GeeTest, grids, BLS, Lemin) sent as JSON, not as a string: kept
             # whatever its shape (nested too), compact, as the answer's exact text.
             request = _compact_json(endpoint, request, len(body))
         if isinstance(request, bool) or not isinstance(request, str | int):
             raise ProviderRetryableError(f"{endpoint}: malformed answer (len={len(body)})")
-        status = document.get("status")
-        return (1 if status in (1, "1") and not isinstance(status, bool) else 0), request
+        user_agent = document.get("user_agent")
+        return Reply(status, request, user_agent if isinstance(user_agent, str) else None)
     if body.startswith("OK|"):
-        return 1, body[3:]
+        return Reply(1, body[3:])
     if PLAIN_CODE.fullmatch(body):
-        return 0, body
+        return Reply(0, body)
     raise ProviderRetryableError(f"{endpoint}: malformed answer (len={len(body)})")
+
+
+def _parse_counts(endpoint: str, content: bytes) -> Reply:
+    """threadsinfo's ``{"threads": N, "working_threads": M}``; anything else as _parse_answer."""
+    document = _json_document(content.decode("utf-8", errors="replace").strip())
+    if isinstance(document, dict) and "threads" in document:
+        return Reply(1, document)
+    return _parse_answer(endpoint, content)
+
+
+def _json_document(body: str) -> object:
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _compact_json(endpoint: str, value: object, length: int) -> str:

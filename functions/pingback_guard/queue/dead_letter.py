@@ -45,6 +45,7 @@ def encode_message(write: DeadLetter, reason: str) -> str:
             "received_at": write.received_at,
             "source": write.delivered_via.value,
             "nonce": write.nonce,
+            **({"user_agent": write.user_agent} if write.user_agent else {}),
         }
     else:
         body = {
@@ -81,6 +82,7 @@ def decode_message(body: str) -> DeadLetter:
             delivered_via=DeliveryPath.REPLAY,
             received_at=float(document["received_at"]),
             nonce=_optional_text(document.get("nonce")),
+            user_agent=_optional_text(document.get("user_agent")),
         )
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
         reason = type(error).__name__

@@ -32,5 +32,8 @@ class TableSettings:
                 turnstile=env.number("TURNSTILE_TOKEN_LIFETIME_SECONDS", 1, 3600),
                 geetest=env.number("GEETEST_TOKEN_LIFETIME_SECONDS", 1, 3600),
                 cloudflare_challenge=env.number("CLOUDFLARE_CLEARANCE_LIFETIME_SECONDS", 1, 86400),
+                captchafox=env.number("CAPTCHAFOX_TOKEN_LIFETIME_SECONDS", 1, 3600),
+                friendly_captcha=env.number("FRIENDLY_CAPTCHA_TOKEN_LIFETIME_SECONDS", 1, 3600),
+                lemin=env.number("LEMIN_TOKEN_LIFETIME_SECONDS", 1, 3600),
             ),
         )

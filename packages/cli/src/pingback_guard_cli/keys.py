@@ -35,6 +35,12 @@ OWNER_PATTERN = re.compile(r"arn:aws[a-z-]*:(iam|sts)::[0-9]{12}:[A-Za-z0-9+=,.@
 ASSUMED_ROLE = re.compile(r"arn:(aws[a-z-]*):sts::([0-9]{12}):assumed-role/([^/]+)/[^/]+")
 IAM_ROLE = re.compile(r"arn:(aws[a-z-]*):iam::([0-9]{12}):role/(?:[^/]+/)*([^/]+)")
 LABEL_PATTERN = re.compile(r"[\w .@:/-]{0,64}")
+# A key's capacity in threads (its tasks in flight at once: CaptchaAI sells plans by threads) and
+# the client family it serves, which decides the "busy" answers its clients read. As the
+# functions' domain/worker_keys.py reads them (DEFAULT_THREADS, MAX_THREADS, Dialect).
+DEFAULT_THREADS = 10
+MAX_THREADS = 1000
+DIALECTS = ("captchaai", "2captcha")
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,8 @@ class KeyRecord:
     label: str
     created_at: float
     revoked_at: float | None
+    threads: int = DEFAULT_THREADS
+    dialect: str = DIALECTS[0]
 
 
 @dataclass(frozen=True)
@@ -64,9 +72,20 @@ def owner_of(principal_arn: str) -> str:
 
 
 def issue(
-    aws: Aws, stack: Stack, given_owner: str, label: str, api_url: str | None = None
+    aws: Aws,
+    stack: Stack,
+    given_owner: str,
+    label: str,
+    api_url: str | None = None,
+    *,
+    threads: int = DEFAULT_THREADS,
+    dialect: str = DIALECTS[0],
 ) -> IssuedKey:
     """``api_url``: the API the key's clients reach (--api-url), else the stack's ApiUrl."""
+    if not 1 <= threads <= MAX_THREADS:
+        raise CliFailure(ExitCode.USAGE, f"--threads: a whole number from 1 to {MAX_THREADS}")
+    if dialect not in DIALECTS:
+        raise CliFailure(ExitCode.USAGE, f"--dialect must be one of {', '.join(DIALECTS)}")
     if not OWNER_PATTERN.fullmatch(given_owner):
         raise CliFailure(ExitCode.USAGE, "--owner must be an IAM principal ARN (arn:aws:iam::...)")
     if not LABEL_PATTERN.fullmatch(label):
@@ -74,7 +93,9 @@ def issue(
     owner = _key_owner(stack, given_owner)
     key = secrets.token_hex(16)
     digest = hashlib.sha256(key.encode("ascii")).hexdigest()
-    record = KeyRecord(digest[:KEY_ID_LENGTH], owner, label, time.time(), None)
+    record = KeyRecord(
+        digest[:KEY_ID_LENGTH], owner, label, time.time(), None, threads=threads, dialect=dialect
+    )
     aws.client("dynamodb").put_item(
         TableName=stack.output(KEYS_OUTPUT),
         Item={
@@ -83,6 +104,8 @@ def issue(
             "owner": {"S": owner},
             "label": {"S": label},
             "created_at": {"N": repr(record.created_at)},
+            "threads": {"N": str(threads)},
+            "dialect": {"S": dialect},
         },
         ConditionExpression="attribute_not_exists(key_id)",
     )
@@ -140,6 +163,8 @@ def _record(item: dict[str, Any]) -> KeyRecord:
         label=item.get("label", {}).get("S", ""),
         created_at=float(item.get("created_at", {}).get("N", "0")),
         revoked_at=float(revoked) if revoked is not None else None,
+        threads=int(item.get("threads", {}).get("N", DEFAULT_THREADS)),
+        dialect=item.get("dialect", {}).get("S", DIALECTS[0]),
     )
 
 
@@ -159,24 +184,47 @@ def keys_group() -> None:
 @keys_group.command("issue")
 @click.option("--owner", required=True, help="IAM principal ARN the key speaks for.")
 @click.option("--label", default="", help="A note for `keys list` (who or where it is used).")
+@click.option(
+    "--threads",
+    type=int,
+    default=DEFAULT_THREADS,
+    show_default=True,
+    help="The key's capacity: its tasks in flight at once (res.php threadsinfo reports it).",
+)
+@click.option(
+    "--dialect",
+    type=click.Choice(DIALECTS),
+    default=DIALECTS[0],
+    show_default=True,
+    help="The client family the key serves: how it is told 'busy, try again'.",
+)
 @api_url_option
 @json_option
 @click.pass_obj
 def keys_issue(
-    context: Context, owner: str, label: str, api_url: str | None, as_json: bool
+    context: Context,
+    owner: str,
+    label: str,
+    threads: int,
+    dialect: str,
+    api_url: str | None,
+    as_json: bool,
 ) -> None:
     """Issue a key for OWNER; it is printed once and never stored.
 
     The key submits tasks as OWNER and reads only OWNER's tasks, as the IAM routes do (a role
     for any session of it). Never for the stack's AdminPrincipalArn.
     """
-    issued = issue(context.aws, context.stack, owner, label, api_url)
+    issued = issue(
+        context.aws, context.stack, owner, label, api_url, threads=threads, dialect=dialect
+    )
     if as_json:
         print_json({"key": issued.key, "server": issued.server, **asdict(issued.record)})
         return
     click.echo(f"key:    {issued.key}   (shown once: the stack keeps only its hash)")
     click.echo(f"key id: {issued.record.key_id}   (keys list / keys revoke)")
     click.echo(f"owner:  {issued.record.owner}")
+    click.echo(f"threads: {issued.record.threads}   dialect: {issued.record.dialect}")
     click.echo(f"server: {issued.server}   (the 2captcha client's server / base URL)")
 
 

@@ -145,19 +145,49 @@ def geetest_v4(
 
 def cloudflare_challenge(
     url: str,
-    user_agent: str,
+    user_agent: str | None,
     proxy: Mapping[str, str],
     timeout: float = DEFAULT_TIMEOUT,
     **options: Any,
 ) -> KindRequest:
-    """Cloudflare's challenge page: use the cf_clearance with this user agent and proxy.
-    ``proxy`` is the SDK's dict: {"type": "HTTP", "uri": "login:password@host:port"}."""
-    document = {
-        "method": "cloudflare_challenge",
-        "url": url,
-        "userAgent": user_agent,
-        "proxy": dict(proxy),
-    }
+    """Cloudflare's challenge page: use the cf_clearance with the proxy and the user agent the
+    task answers with (the solver's, when the provider sends it; else this one, which CaptchaAI
+    does not need). ``proxy``: {"type": "HTTP", "uri": "login:password@host:port"}."""
+    document: dict[str, Any] = {"method": "cloudflare_challenge", "url": url, "proxy": dict(proxy)}
+    if user_agent is not None:
+        document["userAgent"] = user_agent
+    return KindRequest({**document, **options}, timeout)
+
+
+def captchafox(
+    sitekey: str,
+    url: str,
+    proxy: Mapping[str, str],
+    timeout: float = DEFAULT_TIMEOUT,
+    **options: Any,
+) -> KindRequest:
+    """CaptchaFox (a proxy is required): use the token with the task's ``user_agent``."""
+    document = {"method": "captchafox", "sitekey": sitekey, "url": url, "proxy": dict(proxy)}
+    return KindRequest({**document, **options}, timeout)
+
+
+def friendly_captcha(
+    sitekey: str,
+    url: str,
+    version: str = "v1",
+    timeout: float = DEFAULT_TIMEOUT,
+    **options: Any,
+) -> KindRequest:
+    """Friendly Captcha, ``version`` v1 or v2."""
+    document = {"method": "friendly_captcha", "sitekey": sitekey, "url": url, "version": version}
+    return KindRequest({**document, **options}, timeout)
+
+
+def lemin(
+    captcha_id: str, div_id: str, url: str, timeout: float = DEFAULT_TIMEOUT, **options: Any
+) -> KindRequest:
+    """Lemin (``apiServer`` optional); the answer's ``answer`` and ``challenge_uuid`` are parsed."""
+    document = {"method": "lemin", "captcha_id": captcha_id, "div_id": div_id, "url": url}
     return KindRequest({**document, **options}, timeout)
 
 
@@ -167,7 +197,7 @@ def bls(
     timeout: float = DEFAULT_TIMEOUT,
     **options: Any,
 ) -> KindRequest:
-    """A BLS grid: up to nine cell images and the numeric instruction; answers the cells."""
+    """A BLS grid: up to nine cell images and the instructions; answers the cells."""
     if not 1 <= len(images) <= BLS_CELLS:
         raise ValueError(f"bls takes 1 to {BLS_CELLS} images")
     cells = {f"image_base64_{n}": image_base64(image) for n, image in enumerate(images, 1)}
@@ -188,6 +218,9 @@ class KindCalls:
     geetest_v4 = KindCall(geetest_v4)
     cloudflare_challenge = KindCall(cloudflare_challenge)
     bls = KindCall(bls)
+    captchafox = KindCall(captchafox)
+    friendly_captcha = KindCall(friendly_captcha)
+    lemin = KindCall(lemin)
 
 
 def image_base64(image: Image) -> str:

@@ -1,0 +1,219 @@
+"""CaptchaAI's published SDK (``captchaai`` 1.0.1, unmodified apart from ``base_url``) pointed at
+the local stack with a worker key from `pingback-guard keys issue`: it constructs (its threadsinfo),
+solves every type it offers with the provider's (the simulator's) exact answer, with every pingback
+dropped and with them delivered, and a burst of 50 submits from one key completes with no "busy"
+refusal raised to the caller (the stack answers ERROR_ZERO_BALANCE while the key's threads are all
+in flight; the SDK asks threadsinfo, sees them full and retries).
+
+The SDK sleeps through ``time.sleep`` in its client module (initial waits of 1-15 s, polls every
+5 s, busy retries about 8 s apart); the test gives that module a faster clock, so its waits shrink
+and its own logic (how many polls, how long to keep retrying) is unchanged. The SDK itself is not
+changed: its transport is only watched, to count the busy answers it read.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import captchaai.client
+import pytest
+from captchaai import CaptchaAI
+from captchaai.core.registry import REGISTRY, get_entry
+from captchaai.core.result import SolveResult
+
+from infra.local import LocalStack
+from infra.local.runtime.aws import WORKER
+from infra.local.up import issue_compat_key
+from infra.simulator import Simulator
+from tests.local.support import QUICK_SOLVES
+from tests.waiting import run_at_once
+
+pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(900)]
+
+SIMULATOR = {**QUICK_SOLVES, "seed": 40}
+STACK_OPTIONS: dict[str, Any] = {
+    "time_scale": 30,  # the poller every 2 s
+    "parameter_overrides": {
+        "CallbackTimeoutSeconds": "10",
+        "ExpectedSolveSeconds": "5",
+        # The burst is bounded by the key's threads here, not by its request rate (a rate refusal
+        # is the same busy answer: tests/unit/test_key_threads.py).
+        "InPhpBudgetPerSecond": "1000",
+        "InPhpBudgetPerMinute": "10000",
+        "ResPhpBudgetPerSecond": "1000",
+        "ResPhpBudgetPerMinute": "10000",
+    },
+    "workers_per_function": 2,
+}
+PAGE = "https://shop.example/login"
+SITEKEY = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-"
+PROXY = {"proxy": "login:secret@127.0.0.1:3128", "proxytype": "HTTP"}
+PADDING = b"\x00" * 128
+PICTURE = bytes(range(256)) * 2
+# SDK type name -> its call; each type's registry row says where its answer is and whether a user
+# agent comes with it: the test reads it, never restates it.
+SDK_CALLS: dict[str, Callable[[CaptchaAI], SolveResult]] = {
+    "normal": lambda sdk: sdk.normal("SIMTEXT:Ёлка 42".encode() + PADDING, phrase=1, lang="ru"),
+    "grid": lambda sdk: sdk.grid(PICTURE, "crosswalks", "4x4"),
+    "bls": lambda sdk: sdk.bls([bytes([cell]) * 128 for cell in range(9)], "1234"),
+    "recaptcha_v2": lambda sdk: sdk.recaptcha_v2(SITEKEY, PAGE),
+    "recaptcha_v2_invisible": lambda sdk: sdk.recaptcha_v2(SITEKEY, PAGE, invisible=True),
+    "recaptcha_v2_enterprise": lambda sdk: sdk.recaptcha_v2(
+        SITEKEY, PAGE, enterprise=True, action="login"
+    ),
+    "recaptcha_v3": lambda sdk: sdk.recaptcha_v3(SITEKEY, PAGE, action="login", min_score=0.7),
+    "recaptcha_v3_enterprise": lambda sdk: sdk.recaptcha_v3(
+        SITEKEY, PAGE, action="login", enterprise=True
+    ),
+    "turnstile": lambda sdk: sdk.turnstile("0x4AAAAAAAC3DHQFLr1GavRN", PAGE),
+    "cloudflare_challenge": lambda sdk: sdk.cloudflare_challenge(PAGE, **PROXY),
+    "geetest": lambda sdk: sdk.geetest("f1ab2cdefa3456789012345b6c78d90e", "12345678abc", PAGE),
+    "captchafox": lambda sdk: sdk.captchafox("sk_ILKWNruBBVKDOM7dZs59KHnDLEWiH", PAGE, **PROXY),
+    "friendly_captcha": lambda sdk: sdk.friendly_captcha("FCMST5VUMCBOCGQ9", PAGE, version="v2"),
+    "lemin": lambda sdk: sdk.lemin(
+        "CROPPED_3dfdd5c_d1872b526b794d83ba3b365eb15a200b", "lemin", PAGE
+    ),
+}
+SDK_SECONDS_PER_REAL_SECOND = 10.0
+BURST = 50
+BURST_THREADS = 10
+# The burst's SDK clock: its 120 s of busy retries (core/config.py thread_busy_timeout) are 30 s
+# here, enough for five waves of ten threads.
+BURST_SDK_SPEED = 4.0
+# With every pingback dropped a result reaches the table by res.php: the poller's sweep or a
+# res.php get reading through.
+BY_RES_PHP = {"poll", "read_through"}
+
+
+def scaled_clock(sdk_seconds_per_real_second: float) -> types.SimpleNamespace:
+    return types.SimpleNamespace(
+        sleep=lambda seconds: time.sleep(seconds / sdk_seconds_per_real_second)
+    )
+
+
+@pytest.fixture
+def sdk_clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
+    """The SDK's client module sleeps on a clock `speed` times faster than the real one."""
+
+    def set_speed(speed: float) -> None:
+        monkeypatch.setattr(captchaai.client, "time", scaled_clock(speed))
+
+    set_speed(SDK_SECONDS_PER_REAL_SECOND)
+    return set_speed
+
+
+@pytest.fixture
+def connect(
+    stack: LocalStack, sdk_clock: Callable[[float], None]
+) -> Iterator[Callable[..., CaptchaAI]]:
+    """CaptchaAI's SDK constructed as its README shows, ``base_url`` the stack's API and a worker
+    key issued for it (``threads``: the key's capacity); closed after the test."""
+    opened: list[CaptchaAI] = []
+
+    def connect_to(threads: int = 10) -> CaptchaAI:
+        key = issue_compat_key(stack.ready, WORKER.user_arn, "captchaai sdk", threads=threads)
+        sdk = CaptchaAI(key, base_url=stack.ready.api_url)
+        opened.append(sdk)
+        return sdk
+
+    yield connect_to
+    for sdk in opened:
+        sdk.close()
+
+
+@pytest.fixture(params=["dropped", "delivered"])
+def pingbacks(request: pytest.FixtureRequest, simulator: Simulator) -> Iterator[str]:
+    simulator.update_faults(pingback_drop_rate=1.0 if request.param == "dropped" else 0.0)
+    yield str(request.param)
+    simulator.update_faults(pingback_drop_rate=0.0)
+
+
+def truth(simulator: Simulator, task_id: str) -> dict[str, Any]:
+    return next(t for t in simulator.tasks() if str(t["id"]) == task_id)
+
+
+def stored(stack: LocalStack, task_id: str) -> dict[str, Any]:
+    item: dict[str, Any] = stack.ready.aws_client("dynamodb").get_item(
+        TableName=stack.ready.tasks_table, Key={"task_id": {"S": task_id}}, ConsistentRead=True
+    )["Item"]
+    return item
+
+
+def expected_solution(type_name: str, code: str) -> object:
+    return json.loads(code) if get_entry(type_name).is_structured else code
+
+
+def test_the_sdk_offers_no_type_the_test_does_not_run() -> None:
+    assert set(REGISTRY) == set(SDK_CALLS)
+
+
+def test_construction_reads_the_key_s_threads(connect: Callable[..., CaptchaAI]) -> None:
+    sdk = connect(threads=7)
+    assert sdk.threads_info() == {"threads": 7, "working_threads": 0}
+
+
+@pytest.mark.parametrize("type_name", sorted(SDK_CALLS))
+def test_every_sdk_type_gets_the_provider_s_exact_answer(
+    connect: Callable[..., CaptchaAI],
+    stack: LocalStack,
+    simulator: Simulator,
+    pingbacks: str,
+    type_name: str,
+) -> None:
+    result = SDK_CALLS[type_name](connect())
+
+    provider = truth(simulator, result.task_id)
+    assert provider["method"] == get_entry(type_name).api_method
+    assert result.solution == expected_solution(type_name, provider["code"])
+    outcomes = [delivery["outcome"] for delivery in provider["deliveries"]]
+    item = stored(stack, result.task_id)
+    if pingbacks == "dropped":
+        assert outcomes and all(outcome == "dropped" for outcome in outcomes), outcomes
+        assert item["delivered_via"]["S"] in BY_RES_PHP
+        # res.php brought the solver's user agent with the token: it is served beside it.
+        assert result.user_agent == provider["user_agent"]
+    else:
+        assert outcomes and all(outcome == 200 for outcome in outcomes), outcomes
+
+
+def test_a_burst_of_50_from_one_key_completes_without_a_busy_refusal_raised(
+    connect: Callable[..., CaptchaAI], sdk_clock: Callable[[float], None]
+) -> None:
+    sdk = connect(threads=BURST_THREADS)
+    sdk_clock(BURST_SDK_SPEED)
+    busy_answers = watch_busy_answers(sdk)
+    numbers = itertools.count()
+
+    def solve_one() -> SolveResult:
+        return sdk.normal(f"SIMTEXT:burst {next(numbers)}".encode() + PADDING)
+
+    results = run_at_once(BURST, solve_one, timeout=300)
+
+    assert sorted(str(result.solution) for result in results) == sorted(
+        f"burst {number}" for number in range(BURST)
+    )
+    # The key's ten threads were the wall: the stack said busy, the SDK waited and retried.
+    assert busy_answers
+    print(f"\nburst of {BURST} on {BURST_THREADS} threads: {len(busy_answers)} busy answers")
+
+
+def watch_busy_answers(sdk: CaptchaAI) -> list[str]:
+    """Each in.php answer ERROR_ZERO_BALANCE the SDK reads (its transport watched, not changed)."""
+    seen: list[str] = []
+    transport = sdk._transport
+    send = transport.request_raw
+
+    def watched(method: str, url: str, data: dict[str, Any]) -> Any:
+        response = send(method, url, data)
+        body = response.body or {}
+        if url.endswith("/in.php") and body.get("request") == "ERROR_ZERO_BALANCE":
+            seen.append(url)
+        return response
+
+    transport.request_raw = watched
+    return seen
