@@ -165,12 +165,12 @@ class PollerService:
     def _measured_load(
         self, holder: str, started: float, cpu_before: float, swept: SweepReport
     ) -> float:
-        """The sweep's CPU time over the function's share of a vCPU; a helper keeps it in its
-        lease item for the main holder."""
+        """The sweep's load (logic/poller_fan_out.py); a helper keeps it in its lease item for
+        the main holder."""
         if self._fan_out is None:
             return 0.0
-        load = self._fan_out.policy.load_seconds(
-            self._cpu_clock() - cpu_before, self._clock() - started
+        load = self._fan_out.sweep_load(
+            self._cpu_clock() - cpu_before, self._clock() - started, swept
         )
         if self._group is not None:
             try:
@@ -233,9 +233,13 @@ class PollerService:
             return report
         report.due = len(due)
         pending = [task for task in due if not self._deferred(task, now, report)]
+        report.oldest_due_seconds = max((now - task.due_at for task in pending), default=0.0)
         batched = sum(not polled_alone(task.method) for task in pending)
         pending += self._riders(now, batched, waiting, remaining_seconds, shards)
         self._ask_all(self._requests_for(pending, now), now, remaining_seconds, report)
+        # As many due tasks as a sweep may check: more were left due behind them.
+        full = len(due) >= self._policy.max_tasks_per_sweep
+        report.budget_exhausted = max(report.budget_exhausted, int(full))
         return report
 
     def _ask_all(
