@@ -93,6 +93,10 @@ class PollerService:
         self._busy_at: float | None = None
         self._askers = ThreadPoolExecutor(policy.request_workers, thread_name_prefix="poll-ask")
 
+    def close(self) -> None:
+        """Ends the request threads (Lambda's end with its execution environment)."""
+        self._askers.shutdown()
+
     def run(
         self,
         remaining_seconds: Callable[[], float],
@@ -131,7 +135,9 @@ class PollerService:
                 shards = self._scope(now, load, report)
                 cpu_before = self._cpu_clock()
                 swept = self.sweep(now, remaining_seconds, shards)
-                load = self._measured_load(holder, now, cpu_before, swept)
+                # A first sweep catches up on what the last holder left (its last sweep stops at
+                # its deadline; a main holder's held checks reach a new helper a sweep late).
+                load = self._measured_load(holder, now, cpu_before, swept) if report.sweeps else 0.0
                 report.add(swept)
                 if on_sweep:
                     on_sweep(report)

@@ -17,7 +17,7 @@ invocation, as before.
 
 A sweep's load is its CPU time over its share (the time the work takes with nothing to wait for,
 at most the sweep's own duration), or a whole sweep interval when the work is behind, whatever
-its CPU: the sweep stopped at its request budget or its deadline, lasted longer than the
+its CPU: the sweep stopped at its request budget, lasted longer than the
 interval (held by its requests' pace: at 1,769 MB one invocation's CPU is never half busy, yet
 64 requests in flight at 0.2-1 s each check about 100 a second), or found a due task waiting
 for longer than BEHIND_AFTER_INTERVALS intervals. So no parameter, memory included, keeps a
@@ -109,10 +109,11 @@ class PollerFanOut:
         return load
 
     def behind(self, swept: SweepReport, wall_seconds: float) -> bool:
-        """The sweep left due work it could not do in time."""
+        """The sweep left due work it could not do in time. (An invocation's last sweep stops
+        at its deadline as a rule: the due tasks it leaves count by their age in its
+        successor's first sweep.)"""
         return (
             swept.budget_exhausted > 0
-            or swept.stopped_early
             or wall_seconds > self._sweep_interval
             or swept.oldest_due_seconds > BEHIND_AFTER_INTERVALS * self._sweep_interval
         )
