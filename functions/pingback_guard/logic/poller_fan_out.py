@@ -12,7 +12,7 @@ per HELPER_START_QUIET_SECONDS). Group g (1..helpers) owns the shards s with s m
 = g; the main holder sweeps group 0 and every group no helper holds, so a helper that does not
 start, fails or ends leaves nothing unswept. Each helper sweeps for its run like the main holder
 (from its first task to its end) and keeps its last sweep's load in its lease item, which the
-main holder reads each sweep. Below the load, nothing is started: a quiet stack runs one
+main holder reads each sweep; one still over the load as it ends starts its group's next helper. Below the load, nothing is started: a quiet stack runs one
 invocation, as before.
 
 A sweep's load is its CPU time over its share (the time the work takes with nothing to wait for,
@@ -138,6 +138,13 @@ class PollerFanOut:
         unheld = {0} | {group for group in range(1, helpers + 1) if group not in live}
         return self._policy.shards_of(unheld, self._store.due_shard_count())
 
+    def helper_ended(self, group: int, load: float, report: SweepReport) -> None:
+        """A helper whose last sweep was still over the load starts its group's next helper as
+        it ends (its lease given back): helpers started together end together, and the main
+        holder, left every group at once, restarted them only after its own stretched sweep."""
+        if load > FAN_OUT_LOAD_SHARE * self._sweep_interval:
+            self._start(group, report)
+
     def helper_scope(self, group: int) -> frozenset[int]:
         return self._policy.shards_of({group}, self._store.due_shard_count())
 
@@ -149,10 +156,13 @@ class PollerFanOut:
             if group in live or now - started < HELPER_START_QUIET_SECONDS:
                 continue
             self._started_at[group] = now
-            try:
-                self._starter.start_helper(group)
-            except PollerWakeError as error:
-                report.helper_start_failed += 1
-                self._on_start_failed(str(error))
-                continue
-            report.helpers_started += 1
+            self._start(group, report)
+
+    def _start(self, group: int, report: SweepReport) -> None:
+        try:
+            self._starter.start_helper(group)
+        except PollerWakeError as error:
+            report.helper_start_failed += 1
+            self._on_start_failed(str(error))
+            return
+        report.helpers_started += 1
