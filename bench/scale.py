@@ -33,7 +33,6 @@ import itertools
 import random
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 from bench.cost import PRICES, Usage, cost_by_service
 from bench.freshness import percentile
@@ -289,9 +288,7 @@ class World:
             + sizing.poller_memory_mb / 1024 * run_seconds / whole,
             write_units=writes / tasks,
             read_units=reads / tasks,
-            scheduler_invocations=sum(
-                invocation.group is None for invocation in fleet.invocations
-            )
+            scheduler_invocations=sum(invocation.group is None for invocation in fleet.invocations)
             / whole,
         )
         window = START + (scenario.outage_seconds or scenario.submit_seconds)
@@ -340,8 +337,9 @@ class World:
                 gets_per_task=gets[way],
                 usd_per_million=sum(
                     cost_by_service(
-                        (per_task + Usage(api_requests=gets[way], lambda_requests=gets[way]))
-                        .times(1_000_000),
+                        (per_task + Usage(api_requests=gets[way], lambda_requests=gets[way])).times(
+                            1_000_000
+                        ),
                         PRICES,
                     ).values()
                 ),

@@ -84,7 +84,7 @@ class SimClock:
         self.in_event = False
         self._vcpu_share = vcpu_share
         self.poller_cpu_seconds = 0.0
-        self.poller_cpu_by_second: Counter[int] = Counter()
+        self.poller_cpu_by_second: defaultdict[int, float] = defaultdict(float)
         self._events: list[tuple[float, int, Callable[[float], None]]] = []
         self._order = itertools.count()
         self._lock = threading.Lock()

@@ -159,8 +159,9 @@ class Row:
 
 def scale_outcome(rows: Sequence[Row]) -> SectionOutcome:
     targets = [
-        row for row in rows if row.rate == TARGET_RATE and row.scenario == "b"
-        and row.waiting == "push"
+        row
+        for row in rows
+        if row.rate == TARGET_RATE and row.scenario == "b" and row.waiting == "push"
     ]
     headlines = [
         Headline(
@@ -267,4 +268,3 @@ def _judged(row: Row) -> str:
 
 def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f} s"
-

@@ -122,7 +122,9 @@ def test_a_refused_pingback_is_lost_to_the_nets_and_named() -> None:
     """A callback throttle of 1 a second (burst 1) at 10 pingbacks a second: most pingbacks
     get 429, the poller recovers their results, and the row names the refusals."""
     minute = Scenario("a", "none lost", 60.0, 0.0, 0.0)
-    narrow = dataclasses.replace(default_sizing(), callback_route_rate=1.0, callback_route_burst=1.0)
+    narrow = dataclasses.replace(
+        default_sizing(), callback_route_rate=1.0, callback_route_burst=1.0
+    )
     (judged, *_) = run_row(10, minute, narrow)
     assert judged.pingbacks_refused > 300 and judged.lost == 0
     assert any("pingbacks refused" in reason for reason in judged.gives_out)

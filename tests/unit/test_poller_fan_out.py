@@ -7,14 +7,14 @@ than the interval) is load whatever the CPU, so a 1,769 MB poller fans out on a 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 
 from pingback_guard.data.due_index import due_shard_of
 from pingback_guard.domain.errors import PollerWakeError
 from pingback_guard.domain.lease import HelperLoad, PollerStart, helper_group_of
-from pingback_guard.domain.task import NewTask
+from pingback_guard.domain.task import CaptchaRequest, NewTask
 from pingback_guard.logic.poll_schedule import PollPolicy, SolveTimes
 from pingback_guard.logic.poller import PollerService
 from pingback_guard.logic.poller_fan_out import (
@@ -24,6 +24,7 @@ from pingback_guard.logic.poller_fan_out import (
     PollerFanOut,
 )
 from pingback_guard.logic.sweep_report import SweepReport
+from pingback_guard.provider.answers import ProviderAnswer
 from tests.fakes import (
     RECAPTCHA_REQUEST,
     UNIT_POLL_POLICY,
@@ -339,3 +340,31 @@ def test_a_fan_out_event_names_a_group_of_this_deployment_or_none() -> None:
     for group in (0, 8, "3", True, None, 2.0):
         assert helper_group_of({"source": PollerStart.HELPER.value, "group": group}, 7) is None
     assert helper_group_of({"group": 3}, 2) is None
+
+
+def test_a_sweep_asks_for_one_interval_at_most() -> None:
+    """Given requests that each take 1 s, one at a time, and more due tasks than a 5 s interval
+    can ask about, when the main holder sweeps, then the sweep stops asking after the interval
+    (out of its budget), leaving the rest due for the next sweep, and its load starts helpers."""
+    store = InMemoryTaskStore()
+    image = CaptchaRequest("base64", {"phrase": "1"})  # one id per request
+    for number in range(20):
+        store.record_submission(NewTask(f"img-{number}", image, T0 - 60, T0))
+    moments = [T0]
+
+    class SlowProvider(FakeProvider):
+        def get_results(self, task_ids: Sequence[str]) -> dict[str, ProviderAnswer]:
+            moments.append(moments[-1] + 1.0)
+            return super().get_results(task_ids)
+
+    one_at_a_time = dataclasses.replace(POLICY, request_workers=1, max_requests_per_sweep=100)
+    service = PollerService(
+        store,
+        SlowProvider(answers={}),
+        one_at_a_time,
+        SolveTimes(default_seconds=20),
+        clock=lambda: moments[-1],
+    )
+    report = service.sweep(T0, remaining_seconds=lambda: 60.0)
+    assert report.budget_exhausted == 1
+    assert POLICY.sweep_interval_seconds <= report.requests < 20

@@ -12,8 +12,8 @@ per HELPER_START_QUIET_SECONDS). Group g (1..helpers) owns the shards s with s m
 = g; the main holder sweeps group 0 and every group no helper holds, so a helper that does not
 start, fails or ends leaves nothing unswept. Each helper sweeps for its run like the main holder
 (from its first task to its end) and keeps its last sweep's load in its lease item, which the
-main holder reads each sweep; one still over the load as it ends starts its group's next helper. Below the load, nothing is started: a quiet stack runs one
-invocation, as before.
+main holder reads each sweep; one still over the load as it ends starts its group's next
+helper. Below the load, nothing is started: a quiet stack runs one invocation, as before.
 
 A sweep's load is its CPU time over its share (the time the work takes with nothing to wait for,
 at most the sweep's own duration), or a whole sweep interval when the work is behind, whatever
