@@ -54,6 +54,10 @@ class Sizing:
     callback_route_burst: float
     poller_helpers: int
     due_shards: int
+    provider_threads: tuple[int, ...] = ()
+    """Each provider account's thread cap (at most that many tasks solving at once: CaptchaAI's
+    `threadsinfo` reports it, and its SDK refuses a submit past it: captchaai 1.0.1,
+    client.py); empty: no cap modelled."""
 
     def route_rate(self, route: str) -> float:
         return self.callback_route_rate if route == "callback" else self.task_route_rate
@@ -103,6 +107,8 @@ class Row:
     """The most poller invocations sweeping at once (the main holder and its helpers)."""
     poller_invocations: int = 0
     gets_per_task: float = 0.0
+    provider_threads_needed: int = 0
+    """The most tasks solving at once at the provider (submitted, not yet solved)."""
 
     @property
     def route_shares(self) -> dict[str, float]:
@@ -127,6 +133,12 @@ class Row:
             f"route throttle {ROUTE_THROTTLES[route]} ({route}: {share:.0%} of it)": share
             for route, share in self.route_shares.items()
         }
+        threads = self.sizing.provider_threads
+        if threads:
+            shares[
+                f"provider threads ({self.provider_threads_needed} solving at once,"
+                f" {len(threads)} account(s) with {sum(threads)})"
+            ] = self.provider_threads_needed / sum(threads)
         passed = [name for name, share in sorted(shares.items(), key=lambda s: -s[1]) if share > 1]
         if self.pingbacks_refused:
             passed.append(f"{self.pingbacks_refused} pingbacks refused (429), left to the nets")

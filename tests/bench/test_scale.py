@@ -71,6 +71,13 @@ def test_a_row_inside_every_limit_with_fresh_tokens_is_met() -> None:
         ({"poller_cpu_busy": 0.95}, "the poller's CPU"),
         ({"token_age_p95": 12.0}, "the pollers' pace"),
         ({"token_age_p95": None}, "the pollers' pace"),
+        (
+            {
+                "sizing": dataclasses.replace(default_sizing(), provider_threads=(500, 500)),
+                "provider_threads_needed": 1900,
+            },
+            "provider threads (1900 solving at once, 2 account(s) with 1000)",
+        ),
     ],
 )
 def test_a_row_past_a_limit_is_missed_and_names_what_gave_out(
