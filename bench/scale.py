@@ -34,7 +34,7 @@ import random
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 
-from bench.cost import PRICES, Usage, cost_by_service
+from bench.cost import PRICES, RESULT_EVENT, Usage, cost_by_service
 from bench.freshness import percentile
 from bench.outcome import SectionOutcome
 from bench.scale_fleet import SCHEDULE_SECONDS, PollerFleet
@@ -319,7 +319,7 @@ class World:
         offered = (self.pingbacks + self.pingbacks_refused) * sample / scenario.submit_seconds
         run_seconds = fleet.running_seconds(START, self._clock.now)
         whole = tasks * sample
-        per_task = Usage(
+        per_task = RESULT_EVENT + Usage(
             api_requests=1 + self.pingbacks / tasks,
             lambda_requests=1 + self.pingbacks / tasks + len(fleet.invocations) / whole,
             lambda_gb_seconds=MEMORY_GB
