@@ -42,6 +42,10 @@ class Prices:
     websocket_messages_per_million: float = 1.00
     """API Gateway WebSocket API: messages sent and received (each 32 KB started)."""
     websocket_connection_minutes_per_million: float = 0.25
+    # EventBridge (https://aws.amazon.com/eventbridge/pricing/): a pipe's requests after its
+    # filter, each 64 KB chunk one; custom events put on a bus (PutEvents), each 64 KB one.
+    pipe_requests_per_million: float = 0.40
+    custom_events_per_million: float = 1.00
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,8 @@ class Usage:
     scheduler_invocations: float = 0.0
     websocket_messages: float = 0.0
     connection_minutes: float = 0.0
+    pipe_requests: float = 0.0
+    custom_events: float = 0.0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -149,14 +155,21 @@ def storage_usage(stored_item_bytes: int, ttl_days: float) -> Usage:
     return Usage(storage_gb_months=stored_item_bytes / GIB * ttl_days / DAYS_PER_MONTH)
 
 
+RESULT_EVENT = Usage(pipe_requests=1, custom_events=1)
+"""A finished task's stream record through the pipe, put on the bus as one result event (under
+64 KB: one request and one event)."""
+
+
 def task_usage(paths: PathUsages, lost_fraction: float, assumptions: Assumptions) -> Usage:
-    """One task: submit, one GET, storage, and its result by callback, DLQ or poll."""
+    """One task: submit, one GET, storage, its result event, and its result by callback, DLQ or
+    poll."""
     dead_letter = assumptions.dead_letter_fraction
     delivered = 1.0 - lost_fraction - dead_letter
     return (
         paths.submit
         + paths.get_task
         + paths.storage
+        + RESULT_EVENT
         + paths.callback.times(delivered)
         + paths.dead_letter.times(dead_letter)
         + paths.poll_recovery.times(lost_fraction)
@@ -182,6 +195,11 @@ def cost_by_service(usage: Usage, prices: Prices = PRICES) -> dict[str, float]:
         "API Gateway WebSocket": (
             usage.websocket_messages * prices.websocket_messages_per_million
             + usage.connection_minutes * prices.websocket_connection_minutes_per_million
+        )
+        / MILLION,
+        "EventBridge Pipe + PutEvents": (
+            usage.pipe_requests * prices.pipe_requests_per_million
+            + usage.custom_events * prices.custom_events_per_million
         )
         / MILLION,
     }

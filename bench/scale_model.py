@@ -27,7 +27,7 @@ from infra.simulator.answers import SOLVE_TIME_FACTOR
 from infra.simulator.config import SolveTimeDistribution
 from infra.simulator.randomness import SharedRandom
 from pingback_guard.data.due_index import due_shard_of
-from pingback_guard.domain.lease import PollerLease
+from pingback_guard.domain.lease import HelperLoad, PollerLease
 from pingback_guard.domain.task import (
     CaptchaRequest,
     DueTask,
@@ -84,6 +84,7 @@ class SimClock:
         self.in_event = False
         self._vcpu_share = vcpu_share
         self.poller_cpu_seconds = 0.0
+        self.poller_cpu_by_second: defaultdict[int, float] = defaultdict(float)
         self._events: list[tuple[float, int, Callable[[float], None]]] = []
         self._order = itertools.count()
         self._lock = threading.Lock()
@@ -104,10 +105,24 @@ class SimClock:
             return  # another function's work (a submit, a pingback)
         with self._lock:
             self.poller_cpu_seconds += seconds
+            self.poller_cpu_by_second[int(self.now)] += seconds
             self.now += seconds / self._vcpu_share
 
     def sleep(self, seconds: float) -> None:
         self.run_until(self.now + seconds)
+
+    def next_event_at(self) -> float | None:
+        return self._events[0][0] if self._events else None
+
+    def run_next_event(self) -> None:
+        """The earliest event, at its time (the fleet's clock is then the world's)."""
+        moment, _, action = heapq.heappop(self._events)
+        self.now = moment
+        self.in_event = True
+        try:
+            action(moment)
+        finally:
+            self.in_event = False
 
     def run_until(self, when: float) -> None:
         while self._events and self._events[0][0] <= when:
@@ -131,7 +146,8 @@ class ProviderTask:
 class ProviderModel:
     """res.php as the poller meets it; in.php is the submit's, counted as uploads."""
 
-    def __init__(self, clock: SimClock, seed: int, request_workers: int) -> None:
+    def __init__(self, clock: SimClock, seed: int, request_workers: float) -> None:
+        """``request_workers``: requests in flight at once (a slice's share of them)."""
         self._clock = clock
         self._random = random.Random(seed)
         self._solve = SharedRandom(seed)
@@ -141,6 +157,8 @@ class ProviderModel:
         self.tasks: dict[str, ProviderTask] = {}
         self.uploads_by_second: Counter[int] = Counter()
         self.requests_by_second: Counter[int] = Counter()
+        self.checks: Counter[str] = Counter()
+        """res.php checks of each task (a paced worker looks when the stack checks)."""
         self._lock = threading.Lock()
 
     def upload(self, method: str, at: float) -> str:
@@ -158,6 +176,7 @@ class ProviderModel:
         its latency over them."""
         with self._lock:
             latency = self._random.uniform(*RES_LATENCY_SECONDS)
+            self.checks.update(task_ids)
         self._clock.pass_time(latency / self._request_workers)
         self._clock.poller_cpu(REQUEST_CPU_SECONDS + CPU_SECONDS_PER_ID * len(task_ids))
         now = self._clock()
@@ -218,12 +237,10 @@ class CapacityStore(InMemoryTaskStore):
     partition that serves it, per second. Finished tasks leave it (``forget_finished``), as
     their items leave the due index: only PENDING ones are queried."""
 
-    def __init__(self, clock: SimClock, due_shards: int, sample: int, *, query_shards: int) -> None:
-        """``query_shards``: the shards one read of the index queries (a group's, or all)."""
+    def __init__(self, clock: SimClock, due_shards: int, sample: int) -> None:
         super().__init__(due_shards=due_shards)
         self._clock = clock
         self._shards = due_shards
-        self._query_shards = query_shards
         self._sample = sample
         self.requests = 0
         self.written: defaultdict[tuple[str, int], float] = defaultdict(float)
@@ -285,24 +302,23 @@ class CapacityStore(InMemoryTaskStore):
         self, now: float, limit: int, shards: Collection[int] | None = None
     ) -> list[DueTask]:
         found = super().due_tasks(now, limit, shards)
-        self._charge_queries(len(found))
+        self._charge_queries(len(found), shards)
         return found
 
     def next_due_at(
         self, after: float, until: float, shards: Collection[int] | None = None
     ) -> float | None:
-        self._charge_queries(0)
+        self._charge_queries(0, shards)
         return super().next_due_at(after, until, shards)
 
-    def _charge_queries(self, entries: int) -> None:
+    def _charge_queries(self, entries: int, shards: Collection[int] | None) -> None:
         """One Query a shard the poller reads (DueIndex queries them at once), the entries
-        spread over them. A group's poller stands for every group: its shards' reads are
-        counted as the first ones', which overstates them; they stay far below a partition's
-        limit."""
+        spread over them."""
+        read = range(self._shards) if shards is None else sorted(shards)
         second = int(self._clock())
-        per_shard = entries * INDEX_ENTRY_BYTES / self._query_shards
+        per_shard = entries * INDEX_ENTRY_BYTES / max(1, len(read))
         units = max(1, math.ceil(per_shard / READ_UNIT_BYTES)) / 2
-        for shard in range(self._query_shards):
+        for shard in read:
             self._clock.poller_cpu(WRITE_CPU_SECONDS)
             self.requests += 1
             self.reads[(f"due-shard-{shard}", second)] += units
@@ -320,6 +336,31 @@ class CapacityStore(InMemoryTaskStore):
     ) -> None:
         self._charge("#poller-lease", 1)
         super().release_poller_lease(holder, now, solve_samples, busy_at)
+
+    def claim_poller_succession(self, holder: str, now: float, until: float) -> bool:
+        self._charge("#poller-lease", 1)
+        return super().claim_poller_succession(holder, now, until)
+
+    def mark_poller_busy(self, holder: str, busy_at: float) -> None:
+        self._charge("#poller-lease", 1)
+        super().mark_poller_busy(holder, busy_at)
+
+    def acquire_helper_lease(self, group: int, holder: str, now: float, until: float) -> bool:
+        self._charge(f"#poller-helper-{group}", 1)
+        return super().acquire_helper_lease(group, holder, now, until)
+
+    def record_helper_load(self, group: int, holder: str, load_seconds: float) -> None:
+        self._charge(f"#poller-helper-{group}", 1)
+        super().record_helper_load(group, holder, load_seconds)
+
+    def release_helper_lease(self, group: int, holder: str, now: float) -> None:
+        self._charge(f"#poller-helper-{group}", 1)
+        super().release_helper_lease(group, holder, now)
+
+    def live_helpers(self, groups: int, now: float) -> dict[int, HelperLoad]:
+        """One read of the groups' lease items (a BatchGetItem in the DynamoDB store)."""
+        self._charge("#poller-helpers", max(1, groups) / 2, read=True)
+        return super().live_helpers(groups, now)
 
     def forget_finished(self) -> None:
         for task_id in [

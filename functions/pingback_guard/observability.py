@@ -4,18 +4,19 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from pingback_guard.domain.lease import PollerStart
 from pingback_guard.domain.task import CaptchaRequest, NewTask, TaskResult, TokenLifetimes
 from pingback_guard.logic.results import Delivery, TokenStored, judged_answer, unread_delivery
+from pingback_guard.tracing import function_tracer
 
 logger = Logger()
 # botocore only: the X-Ray SDK records an exception's text, and a failed requests/httplib call's
 # text carries the provider URL with its API key. AWS calls record no secret (the SDK keeps only
 # whitelisted request fields: table and index names, never item values).
-tracer = Tracer(patch_modules=("botocore",))
+tracer = function_tracer(patch_modules=("botocore",))
 metrics = Metrics()
 
 

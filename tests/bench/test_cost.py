@@ -77,6 +77,8 @@ def test_prices_per_unit() -> None:
             scheduler_invocations=MILLION,
             websocket_messages=MILLION,
             connection_minutes=MILLION,
+            pipe_requests=MILLION,
+            custom_events=MILLION,
         )
     )
     assert costs == pytest.approx(
@@ -92,6 +94,7 @@ def test_prices_per_unit() -> None:
             "X-Ray traces": 5.00,
             "EventBridge Scheduler": 1.00,
             "API Gateway WebSocket": 1.25,
+            "EventBridge Pipe + PutEvents": 1.40,
         }
     )
 

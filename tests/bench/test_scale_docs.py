@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import scale, scale_model
+from bench import scale, scale_fleet, scale_model
 from infra.project_template import function_memory_mb, parameter_default, project_template
 from pingback_guard.logic import poller_fan_out as fan_out
 
@@ -104,7 +104,8 @@ def test_the_fan_out_it_describes_is_the_products() -> None:
     text = " ".join(SCALE_DOC.split())
     assert fan_out.FAN_OUT_LOAD_SHARE == 0.5 and "more than half a sweep interval" in text
     assert f"at most once per group per {fan_out.HELPER_START_QUIET_SECONDS:.0f} s" in text
-    assert f"started again about {scale.HELPER_START_SECONDS:g} s after its run ends" in text
+    assert f"its handler runs {scale_fleet.HELPER_START_SECONDS:g} s after the Invoke" in text
+    assert f"more than {fan_out.BEHIND_AFTER_INTERVALS:g} sweep intervals" in text
 
 
 def test_the_cpu_it_states_is_the_models() -> None:

@@ -977,7 +977,7 @@ def test_required_parameters_and_defaults(template: dict[str, Any]) -> None:
         "PingbackVerificationToken": "",
         "MaxReceiveCount": "5",
         "LogRetentionDays": 30,
-        "DueShards": "8",
+        "DueShards": "32",
         "ResultTtlDays": "7",
         "AlarmEmail": "",
         "AwsEndpointUrl": "",

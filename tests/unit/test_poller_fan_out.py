@@ -1,26 +1,30 @@
 """Issue 33, the nets scale out with load: while one poller invocation's sweeps need more than
 half its CPU, it starts helpers, each sweeping a group of the due index's shards under its own
-lease; the main holder sweeps every group no helper holds. Below the load nothing is started."""
+lease; the main holder sweeps every group no helper holds. Below the load nothing is started.
+Issue 42: work that is behind (a sweep out of budget, a due task left waiting, a sweep longer
+than the interval) is load whatever the CPU, so a 1,769 MB poller fans out on a backlog too."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 
 from pingback_guard.data.due_index import due_shard_of
 from pingback_guard.domain.errors import PollerWakeError
 from pingback_guard.domain.lease import HelperLoad, PollerStart, helper_group_of
-from pingback_guard.domain.task import NewTask
-from pingback_guard.logic.poll_schedule import SolveTimes
+from pingback_guard.domain.task import CaptchaRequest, NewTask
+from pingback_guard.logic.poll_schedule import PollPolicy, SolveTimes
 from pingback_guard.logic.poller import PollerService
 from pingback_guard.logic.poller_fan_out import (
+    BEHIND_AFTER_INTERVALS,
     HELPER_START_QUIET_SECONDS,
     FanOutPolicy,
     PollerFanOut,
 )
 from pingback_guard.logic.sweep_report import SweepReport
+from pingback_guard.provider.answers import ProviderAnswer
 from tests.fakes import (
     RECAPTCHA_REQUEST,
     UNIT_POLL_POLICY,
@@ -60,6 +64,7 @@ class Invocation:
         cpu_per_sweep: float,
         helpers: int = 7,
         meanwhile: Callable[[float], None] = lambda _now: None,
+        policy: PollPolicy = POLICY,
     ) -> None:
         """``meanwhile`` is told each moment a sleep ends at: another invocation's doing."""
         self.moments = [T0]
@@ -68,12 +73,12 @@ class Invocation:
         self._reads = 0
         self._cpu_per_sweep = cpu_per_sweep
         self.fan_out = PollerFanOut(
-            store, FanOutPolicy.for_memory(helpers, 1769), starter, POLICY.sweep_interval_seconds
+            store, FanOutPolicy.for_memory(helpers, 1769), starter, policy.sweep_interval_seconds
         )
         self.service = PollerService(
             store,
             provider,
-            POLICY,
+            policy,
             SolveTimes(default_seconds=20),
             clock=lambda: self.moments[-1],
             sleep=self._sleep,
@@ -103,9 +108,9 @@ class Invocation:
         return TIMEOUT - (self.moments[-1] - T0)
 
 
-def due_in_every_shard(store: InMemoryTaskStore) -> None:
+def due_in_every_shard(store: InMemoryTaskStore, *, due_for: float = 0.0) -> None:
     for task_id in IN_SHARD.values():
-        store.record_submission(NewTask(task_id, RECAPTCHA_REQUEST, T0 - 60, T0))
+        store.record_submission(NewTask(task_id, RECAPTCHA_REQUEST, T0 - 60, T0 - due_for))
 
 
 def answers_for_all() -> FakeProvider:
@@ -253,6 +258,81 @@ def test_cpu_beyond_the_functions_share_is_not_load() -> None:
     assert policy.load_seconds(0.1, wall_seconds=0.2) == 0.2
 
 
+LIGHT_CPU = 0.01
+"""A sweep's CPU at 1,769 MB far below the load: only a backlog can fan it out."""
+
+
+def test_a_sweep_stopped_at_its_request_budget_fans_out_whatever_its_cpu() -> None:
+    """Given one request a sweep and a due task in every shard, when the main holder sweeps
+    with hardly any CPU, then the sweep is out of budget, so it starts every helper."""
+    store = InMemoryTaskStore()
+    due_in_every_shard(store)
+    starter = FakePollerWaker()
+    one_request = dataclasses.replace(POLICY, max_requests_per_sweep=1)
+    invocation = Invocation(
+        store, FakeProvider(answers={}), starter, cpu_per_sweep=LIGHT_CPU, policy=one_request
+    )
+    report = invocation.run()
+    assert report.budget_exhausted > 0
+    assert starter.helper_groups[:7] == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_a_due_task_left_waiting_fans_out_whatever_the_cpu() -> None:
+    """Given tasks that a second sweep finds due for longer than BEHIND_AFTER_INTERVALS sweep
+    intervals (the sweeps before it could not reach them), the main holder starts every
+    helper. An invocation's first sweep is not judged: it catches up on what the last holder
+    left."""
+    store = InMemoryTaskStore()
+    due_in_every_shard(store)
+    late = (BEHIND_AFTER_INTERVALS + 1) * POLICY.sweep_interval_seconds
+
+    def left_waiting(now: float) -> None:
+        if "late" not in store.tasks:
+            store.record_submission(NewTask("late", RECAPTCHA_REQUEST, now - 60, now - late))
+
+    starter = FakePollerWaker()
+    invocation = Invocation(
+        store, FakeProvider(answers={}), starter, cpu_per_sweep=LIGHT_CPU, meanwhile=left_waiting
+    )
+    report = invocation.run()
+    assert report.oldest_due_seconds == late
+    assert starter.helper_groups[:7] == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_an_invocations_first_sweep_is_not_judged() -> None:
+    store = InMemoryTaskStore()
+    due_in_every_shard(store, due_for=(BEHIND_AFTER_INTERVALS + 1) * 5.0)
+    starter = FakePollerWaker()
+    report = Invocation(store, answers_for_all(), starter, cpu_per_sweep=LIGHT_CPU).run()
+    assert report.recovered == len(IN_SHARD) and starter.helper_groups == []
+
+
+def test_tasks_due_since_the_last_sweep_are_not_a_backlog() -> None:
+    store = InMemoryTaskStore()
+    due_in_every_shard(store, due_for=POLICY.sweep_interval_seconds)
+    starter = FakePollerWaker()
+    Invocation(store, answers_for_all(), starter, cpu_per_sweep=LIGHT_CPU).run()
+    assert starter.helper_groups == []
+
+
+@pytest.mark.parametrize(
+    ("behind", "wall_seconds"),
+    [
+        (SweepReport(budget_exhausted=1), 1.0),
+        (SweepReport(), 5.5),  # held by its requests' pace past the 5 s interval
+        (SweepReport(oldest_due_seconds=10.5), 1.0),
+    ],
+)
+def test_a_sweep_behind_needs_a_whole_interval_whatever_its_cpu(
+    behind: SweepReport, wall_seconds: float
+) -> None:
+    fan_out = PollerFanOut(
+        InMemoryTaskStore(), FanOutPolicy.for_memory(7, 1769), FakePollerWaker(), 5.0
+    )
+    assert fan_out.sweep_load(0.01, wall_seconds, behind) == max(5.0, 0.01)
+    assert fan_out.sweep_load(0.01, 1.0, SweepReport()) == 0.01
+
+
 def test_a_fan_out_event_names_a_group_of_this_deployment_or_none() -> None:
     event = {"source": PollerStart.HELPER.value, "group": 3}
     assert PollerStart.of(event) is PollerStart.HELPER
@@ -260,3 +340,31 @@ def test_a_fan_out_event_names_a_group_of_this_deployment_or_none() -> None:
     for group in (0, 8, "3", True, None, 2.0):
         assert helper_group_of({"source": PollerStart.HELPER.value, "group": group}, 7) is None
     assert helper_group_of({"group": 3}, 2) is None
+
+
+def test_a_sweep_asks_for_one_interval_at_most() -> None:
+    """Given requests that each take 1 s, one at a time, and more due tasks than a 5 s interval
+    can ask about, when the main holder sweeps, then the sweep stops asking after the interval
+    (out of its budget), leaving the rest due for the next sweep, and its load starts helpers."""
+    store = InMemoryTaskStore()
+    image = CaptchaRequest("base64", {"phrase": "1"})  # one id per request
+    for number in range(20):
+        store.record_submission(NewTask(f"img-{number}", image, T0 - 60, T0))
+    moments = [T0]
+
+    class SlowProvider(FakeProvider):
+        def get_results(self, task_ids: Sequence[str]) -> dict[str, ProviderAnswer]:
+            moments.append(moments[-1] + 1.0)
+            return super().get_results(task_ids)
+
+    one_at_a_time = dataclasses.replace(POLICY, request_workers=1, max_requests_per_sweep=100)
+    service = PollerService(
+        store,
+        SlowProvider(answers={}),
+        one_at_a_time,
+        SolveTimes(default_seconds=20),
+        clock=lambda: moments[-1],
+    )
+    report = service.sweep(T0, remaining_seconds=lambda: 60.0)
+    assert report.budget_exhausted == 1
+    assert POLICY.sweep_interval_seconds <= report.requests < 20

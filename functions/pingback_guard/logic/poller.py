@@ -93,6 +93,10 @@ class PollerService:
         self._busy_at: float | None = None
         self._askers = ThreadPoolExecutor(policy.request_workers, thread_name_prefix="poll-ask")
 
+    def close(self) -> None:
+        """Ends the request threads (Lambda's end with its execution environment)."""
+        self._askers.shutdown()
+
     def run(
         self,
         remaining_seconds: Callable[[], float],
@@ -124,13 +128,17 @@ class PollerService:
         self._plans, self._group = {}, group
         if start is PollerStart.WOKEN:
             self._became_busy(holder, self._clock(), report)
+        load = 0.0
         try:
-            load = 0.0
             while True:
                 now = self._clock()
                 shards = self._scope(now, load, report)
                 cpu_before = self._cpu_clock()
                 swept = self.sweep(now, remaining_seconds, shards)
+                if not report.sweeps:
+                    # Its tasks' ages are the last holder's doing (its last sweep stops at its
+                    # deadline; a main holder's held checks reach a new helper a sweep late).
+                    swept.oldest_due_seconds = 0.0
                 load = self._measured_load(holder, now, cpu_before, swept)
                 report.add(swept)
                 if on_sweep:
@@ -149,6 +157,8 @@ class PollerService:
         finally:
             self._write_plans(report, remaining_seconds)
             self._release(holder)
+            if group is not None and self._fan_out is not None:
+                self._fan_out.helper_ended(group, load, report)
 
     def _scope(self, now: float, load: float, report: SweepReport) -> frozenset[int] | None:
         """The due shards this sweep covers (None: all); a main holder's plans for shards that
@@ -165,12 +175,12 @@ class PollerService:
     def _measured_load(
         self, holder: str, started: float, cpu_before: float, swept: SweepReport
     ) -> float:
-        """The sweep's CPU time over the function's share of a vCPU; a helper keeps it in its
-        lease item for the main holder."""
+        """The sweep's load (logic/poller_fan_out.py); a helper keeps it in its lease item for
+        the main holder."""
         if self._fan_out is None:
             return 0.0
-        load = self._fan_out.policy.load_seconds(
-            self._cpu_clock() - cpu_before, self._clock() - started
+        load = self._fan_out.sweep_load(
+            self._cpu_clock() - cpu_before, self._clock() - started, swept
         )
         if self._group is not None:
             try:
@@ -233,9 +243,13 @@ class PollerService:
             return report
         report.due = len(due)
         pending = [task for task in due if not self._deferred(task, now, report)]
+        report.oldest_due_seconds = max((now - task.due_at for task in pending), default=0.0)
         batched = sum(not polled_alone(task.method) for task in pending)
         pending += self._riders(now, batched, waiting, remaining_seconds, shards)
         self._ask_all(self._requests_for(pending, now), now, remaining_seconds, report)
+        # As many due tasks as a sweep may check: more were left due behind them.
+        full = len(due) >= self._policy.max_tasks_per_sweep
+        report.budget_exhausted = max(report.budget_exhausted, int(full))
         return report
 
     def _ask_all(
@@ -252,10 +266,10 @@ class PollerService:
         loaded function got through a few dozen a minute, and tasks waiting behind them were
         first checked after the provider had forgotten them."""
         in_flight: dict[Future[dict[str, ProviderAnswer]], list[DueTask]] = {}
-        asking = True
+        asking, started = True, self._clock()
         while in_flight or (asking and queue):
             while asking and queue and len(in_flight) < self._policy.request_workers:
-                asking = self._may_ask(remaining_seconds, report)
+                asking = self._may_ask(started, remaining_seconds, report)
                 if asking:
                     batch = queue.pop(0)
                     report.requests += 1
@@ -274,8 +288,17 @@ class PollerService:
                     report.stopped_early = True
                     asking = False
 
-    def _may_ask(self, remaining_seconds: Callable[[], float], report: SweepReport) -> bool:
-        if report.requests >= self._policy.max_requests_per_sweep:
+    def _may_ask(
+        self, started: float, remaining_seconds: Callable[[], float], report: SweepReport
+    ) -> bool:
+        """Within the sweep's request budget and its interval: asking for longer would
+        keep the main holder from starting helpers, the fan-out's one chance being between two
+        sweeps (the tasks left are the next sweep's, the most overdue first)."""
+        policy = self._policy
+        if (
+            report.requests >= policy.max_requests_per_sweep
+            or self._clock() - started > policy.sweep_interval_seconds
+        ):
             report.budget_exhausted += 1
             return False
         return self._may_call(remaining_seconds, report)

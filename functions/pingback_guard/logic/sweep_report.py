@@ -31,6 +31,8 @@ class SweepReport:
     plans_left_due: int = 0
     account_error: str | None = None
     stopped_early: bool = False
+    oldest_due_seconds: float = 0.0
+    """How long the longest-waiting due task a sweep found had been due (the run's: the most)."""
     recovery_delays: list[float] = field(default_factory=list)
 
     def add(self, other: SweepReport) -> None:
@@ -40,6 +42,7 @@ class SweepReport:
                 setattr(self, counter.name, getattr(self, counter.name) + value)
         self.account_error = self.account_error or other.account_error
         self.stopped_early = self.stopped_early or other.stopped_early
+        self.oldest_due_seconds = max(self.oldest_due_seconds, other.oldest_due_seconds)
         self.recovery_delays.extend(other.recovery_delays)
 
     def since(self, earlier: SweepReport) -> SweepReport:
