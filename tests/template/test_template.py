@@ -162,9 +162,10 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
         "sqs:GetQueueAttributes": {"DeadLetterQueue"},
     },
     # in.php / res.php: the submit's and the reads' grants, plus reading a worker key's record.
-    # And each key's request budget (RequestBudgetsTable); res.php also the cached balance.
+    # And each key's request budget and threads in flight (RequestBudgetsTable); res.php also
+    # the cached balance.
     "CompatSubmitFunction": {
-        "dynamodb:GetItem": {"WorkerKeysTable", TABLE},
+        "dynamodb:GetItem": {"WorkerKeysTable", TABLE, "RequestBudgetsTable"},
         "lambda:InvokeFunction": {"PollerFunction"},
         "dynamodb:UpdateItem": {TABLE, "RequestBudgetsTable"},
         "sqs:SendMessage": {"DeadLetterQueue"},
@@ -928,6 +929,9 @@ PUBLIC_ON_PURPOSE = {
     "HcaptchaTokenLifetimeSeconds",
     "TurnstileTokenLifetimeSeconds",
     "GeetestTokenLifetimeSeconds",
+    "CaptchafoxTokenLifetimeSeconds",
+    "FriendlyCaptchaTokenLifetimeSeconds",
+    "LeminTokenLifetimeSeconds",
 }
 
 
