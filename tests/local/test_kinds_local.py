@@ -28,7 +28,10 @@ from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(300)]
 
-SIMULATOR = {**QUICK_SOLVES, "seed": 23}
+# The worker client's per-kind calls spell fields as 2captcha does (grid rows/cols, GeeTest v4's
+# gt, BLS cells without a data: prefix) and the stack passes them through: so a 2captcha-speaking
+# provider. CaptchaAI's spellings are proven by test_captchaai_sdk.py against its default dialect.
+SIMULATOR = {**QUICK_SOLVES, "seed": 23, "dialect": "2captcha"}
 STACK_OPTIONS: dict[str, Any] = {
     "time_scale": 30,  # the poller every 2 s
     "parameter_overrides": {"CallbackTimeoutSeconds": "10", "PollBackoffBaseSeconds": "5"},
