@@ -171,9 +171,19 @@ def test_get_answers_not_ready_then_the_token_then_the_same_token(stack: Stack) 
     for _ in range(2):
         outcome = stack.res(stack.worker_key, action="get", id=task_id)
         assert words(outcome) == (1, f"OK|{TOKEN}")
-        assert outcome.answer.render(as_json=True) == (
-            f'{{"status":1,"request":"{TOKEN}","result":"{TOKEN}"}}'
-        )
+        assert outcome.answer.render(as_json=True) == f'{{"status":1,"request":"{TOKEN}"}}'
+
+
+def test_a_captchaai_key_reads_the_answer_in_result_too() -> None:
+    """CaptchaAI's SDK reads some kinds' answers from ``result`` (captchaai 1.0.1
+    core/registry.py); 2captcha's extendedResponse would hand an extra field to its caller."""
+    stack = Stack(dialect=Dialect.CAPTCHAAI)
+    task_id = str(stack.submit(stack.worker_key).task_id)
+    stack.solve(task_id)
+    outcome = stack.res(stack.worker_key, action="get", id=task_id)
+    assert outcome.answer.render(as_json=True) == (
+        f'{{"status":1,"request":"{TOKEN}","result":"{TOKEN}"}}'
+    )
 
 
 def test_another_owner_s_task_and_an_unknown_one_look_the_same(stack: Stack) -> None:

@@ -21,7 +21,7 @@ from pingback_guard.domain.task import (
     TaskStatus,
     normalise_task_id,
 )
-from pingback_guard.domain.worker_keys import digest_of
+from pingback_guard.domain.worker_keys import Dialect, digest_of
 from pingback_guard.logic.compat import (
     BAD_PARAMETERS,
     EMPTY_ACTION,
@@ -34,7 +34,7 @@ from pingback_guard.logic.compat import (
     keyed_fields,
     provider_code_of,
 )
-from pingback_guard.logic.dialects import BUSY_ANSWERS
+from pingback_guard.logic.dialects import ANSWER_IN_RESULT, BUSY_ANSWERS
 from pingback_guard.logic.forwarding import protocol_word
 from pingback_guard.logic.get_task import Lookup, TaskQuery
 from pingback_guard.logic.key_threads import KeyThreads, ThreadsInfo
@@ -93,7 +93,7 @@ class CompatResults:
     def _action(self, holder: KeyHolder, action: str, fields: Mapping[str, str]) -> Outcome:
         owner = holder.owner
         if action == "get":
-            return self._finished_read(holder, self._get(fields, owner))
+            return self._finished_read(holder, self._get(fields, holder))
         if action == "threadsinfo" and self._threads is not None:
             return _threads_answer(self._threads.info(holder))
         if action in {"reportgood", "reportbad"}:
@@ -128,16 +128,16 @@ class CompatResults:
                     continue
         return outcome
 
-    def _get(self, fields: Mapping[str, str], owner: str) -> Outcome:
+    def _get(self, fields: Mapping[str, str], holder: KeyHolder) -> Outcome:
+        owner = holder.owner
         if "ids" in fields:
             return self._get_ids(fields["ids"], fields["key"], owner)
         lookups: list[tuple[str, Lookup]] = []
         solved, text = self._describe(fields.get("id", ""), owner, lookups)
         if not solved:
             return Outcome(ProtocolAnswer.error(text), Event.ANSWERED, lookups=lookups)
-        answer = replace(
-            ProtocolAnswer.ok(text, f"OK|{text}"), extra=_answer_fields(text, lookups[-1][1])
-        )
+        extra = _answer_fields(text, lookups[-1][1], holder.dialect)
+        answer = replace(ProtocolAnswer.ok(text, f"OK|{text}"), extra=extra)
         return Outcome(answer, Event.ANSWERED, lookups=lookups)
 
     def _get_ids(self, ids: str, key: str, owner: str) -> Outcome:
@@ -212,9 +212,10 @@ def _threads_answer(info: ThreadsInfo) -> Outcome:
     return Outcome(ProtocolAnswer(1, "OK", plain, extra=counts), Event.ANSWERED)
 
 
-def _answer_fields(answer: str, found: Lookup) -> tuple[tuple[str, object], ...]:
-    """A solved task's JSON answer beside ``request``: ``result`` (CaptchaAI's clients read some
-    kinds' answers there: captchaai 1.0.1 core/registry.py ``solution_key``; 2captcha's read
-    ``request``) and the solver's ``user_agent`` when the provider sent one."""
+def _answer_fields(answer: str, found: Lookup, dialect: Dialect) -> tuple[tuple[str, object], ...]:
+    """A solved task's JSON answer beside ``request``: ``result`` for the clients that read some
+    kinds' answers there (ANSWER_IN_RESULT), and the solver's ``user_agent`` when the provider
+    sent one."""
     user_agent = found.view.get("user_agent")
-    return (("result", answer),) + ((("user_agent", user_agent),) if user_agent else ())
+    result = (("result", answer),) if ANSWER_IN_RESULT[dialect] else ()
+    return result + ((("user_agent", user_agent),) if user_agent else ())

@@ -46,3 +46,9 @@ BUSY_ANSWERS = {
         threadsinfo_shows_busy=False,
     ),
 }
+
+# Whether a solved task's res.php JSON carries its answer in ``result`` too: CaptchaAI's SDK reads
+# some kinds' answers there (captchaai 1.0.1 core/registry.py ``solution_key``); 2captcha's
+# answer is ``request`` alone (https://2captcha.com/2captcha-api#solving_captchas, and
+# 2captcha-python's ``extendedResponse`` hands every other field to its caller).
+ANSWER_IN_RESULT = {Dialect.CAPTCHAAI: True, Dialect.TWOCAPTCHA: False}
