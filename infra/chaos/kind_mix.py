@@ -27,7 +27,9 @@ PAGE_URL = "https://www.google.com/recaptcha/api2/demo"
 IMAGE = base64.b64encode(b"\x89PNG\r\n\x1a\n" + random.Random(7).randbytes(600)).decode()
 PROXY = {"type": "HTTP", "uri": "login:password@127.0.0.1:3128"}
 USER_AGENT = "Mozilla/5.0"
-BLS_CELLS = {f"image_base64_{n}": IMAGE for n in range(1, 10)}
+# The provider is CaptchaAI (the simulator's default dialect): its spellings, as its SDK sends
+# them (captchaai 1.0.1 core/registry.py): BLS cells as data URIs, GeeTest v4's id as ``gt``.
+BLS_CELLS = {f"image_base64_{n}": f"data:image/png;base64,{IMAGE}" for n in range(1, 10)}
 # (name, tasks of every 20, the POST /tasks document)
 KIND_MIX: tuple[tuple[str, int, Mapping[str, Any]], ...] = (
     ("recaptcha", 4, {"method": "userrecaptcha", "sitekey": SITEKEY, "page_url": PAGE_URL}),
@@ -53,7 +55,7 @@ KIND_MIX: tuple[tuple[str, int, Mapping[str, Any]], ...] = (
     (
         "geetest_v4",
         1,
-        {"method": "geetest", "version": 4, "captcha_id": "e392e1d7fd42", "url": PAGE_URL},
+        {"method": "geetest", "version": 4, "gt": "e392e1d7fd42", "url": PAGE_URL},
     ),
     (
         "cloudflare_challenge",
@@ -71,7 +73,7 @@ KIND_MIX: tuple[tuple[str, int, Mapping[str, Any]], ...] = (
         {
             "method": "bls",
             "instructions": "664",
-            **{f"image_base64_{n}": IMAGE for n in range(1, 10)},
+            **BLS_CELLS,
         },
     ),
     (

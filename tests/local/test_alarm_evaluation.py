@@ -285,9 +285,11 @@ def _emitted_run(start: PollerStart, capsys: pytest.CaptureFixture[str]) -> tupl
 
 
 def test_woken_runs_without_scheduled_ones_raise_poller_not_running(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Given the template's alarm, and what the poller emits as a woken and a scheduled run return
+    # Given the template's alarm, and what the poller of stack "alarms" emits as a woken and a
+    # scheduled run return (the template gives each stack its namespace)
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "PingbackGuard/alarms")
     alarm = _template_alarm("PollerNotRunningAlarm")
     woken, scheduled = (
         _emitted_run(PollerStart.WOKEN, capsys),

@@ -42,8 +42,12 @@ def cli(stack: LocalStack, capsys: pytest.CaptureFixture[str], *args: str) -> st
     return captured.out
 
 
-def issue_key(stack: LocalStack, capsys: pytest.CaptureFixture[str], owner: str) -> str:
-    issued = json.loads(cli(stack, capsys, "keys", "issue", "--owner", owner, "--json"))
+def issue_key(
+    stack: LocalStack, capsys: pytest.CaptureFixture[str], owner: str, dialect: str = "2captcha"
+) -> str:
+    """A worker key for 2captcha's clients (these tests speak 2captcha's protocol) by default."""
+    command = ("keys", "issue", "--owner", owner, "--dialect", dialect, "--json")
+    issued = json.loads(cli(stack, capsys, *command))
     return str(issued["key"])
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from infra.local import LocalStack
+from infra.project_template import parameter_default, project_template
 from infra.simulator import Simulator
 from pingback_guard.data.due_index import due_shard_of
 from tests.local.support import table_item, task_status
@@ -33,8 +34,9 @@ TASK = {
     "page_url": "https://www.google.com/recaptcha/api2/demo",
 }
 TASKS = 8
-# The template's defaults: DueShards 8, PollerHelpers 7, so group g is shard g.
-SHARDS = 8
+# The template's defaults: as many groups (PollerHelpers + 1) as DueShards, so group g is shard g.
+SHARDS = int(parameter_default(project_template(), "DueShards"))
+assert int(parameter_default(project_template(), "PollerHelpers")) + 1 == SHARDS
 # reCAPTCHA's first check: 15 s after submit at the earliest (2captcha's rule).
 FIRST_CHECK_AFTER = 15.0
 
