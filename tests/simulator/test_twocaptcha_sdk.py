@@ -4,7 +4,7 @@ dialect: each of its calls for a kind the simulator solves gets the simulator's 
 get_result, balance and reports. The SDK only builds ``https://{server}/...`` URLs, so the
 simulator serves HTTPS with a throwaway test CA (infra/local/apigateway/tls.py) that requests
 trusts through REQUESTS_CA_BUNDLE. Its polling sleeps run on a faster clock, as in
-test_captchaai_sdk.py."""
+test_simulator_captchaai_sdk.py."""
 
 from __future__ import annotations
 
