@@ -27,7 +27,10 @@ SIMULATOR = {
     "unsolvable_rate": 0,
     "faults": {"pingback_drop_rate": 1.0},
 }
-STACK_OPTIONS: dict[str, Any] = {"parameter_overrides": {"PollerWakeOnSubmit": "false"}}
+STACK_OPTIONS: dict[str, Any] = {
+    "time_scale": 6,  # the schedule every 10 s, once it is back on
+    "parameter_overrides": {"PollerWakeOnSubmit": "false"},
+}
 TASK = {
     "method": "userrecaptcha",
     "sitekey": "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-",
