@@ -5,8 +5,8 @@ paths: submit, get, in.php, res.php, push; and the nets, registration, reports, 
 
 Each timing is one fresh interpreter that imports one module (import + the module's init: its
 settings, boto3 clients, Powertools objects). The environment is the function's own from the
-template plus what the Lambda runtime sets, with active tracing as deployed. The import
-breakdown comes from `python -X importtime`, which inflates times: use it to rank, not to time.
+template plus what the Lambda runtime sets, tracing as the template's `Tracing` default sets it.
+The import breakdown comes from `python -X importtime`, which inflates times: use it to rank.
 """
 
 from __future__ import annotations
