@@ -34,6 +34,7 @@ from infra.local import LocalOptions, LocalStack
 from infra.project_template import (
     TEMPLATE_PATH,
     function_memory_mb,
+    function_traced,
     parameter_default,
     project_template,
 )
@@ -327,11 +328,9 @@ class Deployed:
 
 def deployed(function: str) -> Deployed:
     template = project_template()
-    own = template["Resources"][function]["Properties"]
-    defaults = template["Globals"]["Function"]
     return Deployed(
         memory_mb=function_memory_mb(template, function),
-        traced=own.get("Tracing", defaults["Tracing"]) == "Active",
+        traced=function_traced(template, function),
     )
 
 

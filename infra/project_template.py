@@ -54,6 +54,14 @@ def function_memory_mb(template: Mapping[str, Any], logical_id: str) -> int:
     return int(str(_resolved(template, own, PLACEHOLDER_IDS, PLACEHOLDER_REGION)))
 
 
+def function_traced(template: Mapping[str, Any], logical_id: str) -> bool:
+    """Whether a function is deployed with X-Ray's Active tracing at the defaults: its own
+    Tracing or the Globals' (a mode or the `Tracing` parameter's Ref)."""
+    shared = template["Globals"]["Function"]["Tracing"]
+    own = template["Resources"][logical_id]["Properties"].get("Tracing", shared)
+    return _resolved(template, own, PLACEHOLDER_IDS, PLACEHOLDER_REGION) == "Active"
+
+
 def create_tasks_table(client: Any, table_name: str) -> None:
     """Create the table exactly as template.yaml declares its keys and indexes."""
     create_declared_table(client, "TasksTable", table_name)

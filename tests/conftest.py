@@ -14,6 +14,7 @@ os.environ.update(
         "AWS_SESSION_TOKEN": "testing",
         "AWS_DEFAULT_REGION": "us-east-1",
         "POWERTOOLS_TRACE_DISABLED": "true",
+        "TRACING_MODE": "PassThrough",
         "POWERTOOLS_SERVICE_NAME": "pingback-guard",
         "POWERTOOLS_METRICS_NAMESPACE": "PingbackGuard",
     }

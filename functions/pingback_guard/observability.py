@@ -1,5 +1,6 @@
 """The one Logger, Tracer and Metrics every function shares (configured by POWERTOOLS_* env)."""
 
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -10,13 +11,15 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from pingback_guard.domain.lease import PollerStart
 from pingback_guard.domain.task import CaptchaRequest, NewTask, TaskResult, TokenLifetimes
 from pingback_guard.logic.results import Delivery, TokenStored, judged_answer, unread_delivery
+from pingback_guard.settings.env import Env, traced
 from pingback_guard.tracing import function_tracer
 
 logger = Logger()
 # botocore only: the X-Ray SDK records an exception's text, and a failed requests/httplib call's
 # text carries the provider URL with its API key. AWS calls record no secret (the SDK keeps only
 # whitelisted request fields: table and index names, never item values).
-tracer = function_tracer(patch_modules=("botocore",))
+# Validated at cold start with the function's settings: a missing or unknown mode fails it by name.
+tracer = function_tracer(traced(Env(os.environ)), patch_modules=("botocore",))
 metrics = Metrics()
 
 

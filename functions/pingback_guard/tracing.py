@@ -5,8 +5,9 @@ Powertools' Tracer imports `aws_xray_sdk.core` to build its provider even when d
 (`Tracer(disabled=True)` or POWERTOOLS_TRACE_DISABLED): it disables the SDK after importing it.
 Given a provider, it imports none: so an untraced function gets a provider that records nothing,
 and its cold start skips the SDK (bench section 4). Traced or not is the template's `Tracing`
-parameter (the functions' TracingConfig Mode: Active samples requests itself, PassThrough only
-follows a caller's sampled header, which an HTTP API never sends:
+parameter, read at cold start as TRACING_MODE (settings/env.py `traced`): the functions'
+TracingConfig Mode, where Active samples requests itself and PassThrough only follows a caller's
+sampled header, which an HTTP API never sends:
 https://docs.aws.amazon.com/lambda/latest/dg/API_TracingConfig.html,
 https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-vs-rest.html).
 """
@@ -15,15 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import numbers
-import os
 from collections.abc import AsyncGenerator, Generator, Sequence
 from typing import Any
 
 from aws_lambda_powertools import Tracer
 from aws_lambda_powertools.tracing.base import BaseProvider, BaseSegment
-
-TRACING_MODE_VARIABLE = "TRACING_MODE"
-TRACED_MODE = "Active"
 
 
 class UnrecordedSegment(BaseSegment):
@@ -74,9 +71,9 @@ class UnrecordedProvider(BaseProvider):
         return None
 
 
-def function_tracer(patch_modules: Sequence[str]) -> Tracer:
-    """Powertools' X-Ray Tracer patching ``patch_modules`` when the function is traced (its
-    TRACING_MODE is Active, or unset), else a Tracer that records nothing."""
-    if os.environ.get(TRACING_MODE_VARIABLE, TRACED_MODE) == TRACED_MODE:
+def function_tracer(traced: bool, patch_modules: Sequence[str]) -> Tracer:
+    """Powertools' X-Ray Tracer patching ``patch_modules`` when the function is traced, else a
+    Tracer that records nothing."""
+    if traced:
         return Tracer(patch_modules=patch_modules)
     return Tracer(disabled=True, provider=UnrecordedProvider(), auto_patch=False)

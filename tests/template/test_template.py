@@ -297,10 +297,30 @@ def test_globals_set_runtime_architecture_tracing_and_code(template: dict[str, A
     function_globals = template["Globals"]["Function"]
     assert function_globals["Runtime"] == "python3.12"
     assert function_globals["Architectures"] == ["arm64"]
-    assert function_globals["Tracing"] == "Active"
+    assert function_globals["Tracing"] == {"Ref": "Tracing"}
     assert function_globals["MemorySize"] == 256
     assert function_globals["CodeUri"] == "functions/"
     assert isinstance(function_globals["Timeout"], int)
+
+
+def test_the_tracing_parameter_drives_every_functions_mode_and_its_code(
+    template: dict[str, Any], translated: dict[str, Any]
+) -> None:
+    """One parameter: Lambda's TracingConfig Mode of every function (SAM's `Tracing`, AWS's two
+    modes: https://docs.aws.amazon.com/lambda/latest/dg/API_TracingConfig.html) and the
+    TRACING_MODE the code reads at cold start to import the X-Ray SDK or not."""
+    parameter = template["Parameters"]["Tracing"]
+    assert parameter["AllowedValues"] == ["Active", "PassThrough"]
+    assert parameter["Default"] == "PassThrough"
+    assert template["Globals"]["Function"]["Environment"]["Variables"]["TRACING_MODE"] == {
+        "Ref": "Tracing"
+    }
+    lambdas = of_type(translated["Resources"], "AWS::Lambda::Function")
+    assert set(lambdas) >= set(FUNCTIONS)
+    for name, body in lambdas.items():
+        properties = body["Properties"]
+        assert properties["TracingConfig"] == {"Mode": {"Ref": "Tracing"}}, name
+        assert properties["Environment"]["Variables"]["TRACING_MODE"] == {"Ref": "Tracing"}, name
 
 
 def test_globals_environment(template: dict[str, Any]) -> None:
@@ -329,10 +349,10 @@ def test_functions_inherit_code_runtime_and_architecture(
 ) -> None:
     properties = functions(resources)[function]["Properties"]
     # The poller mostly waits between sweeps: the smallest memory halves what waiting costs.
-    # Push is I/O only and an accelerator: the smallest memory, and not traced (issue 24).
+    # Push is I/O only and an accelerator: the smallest memory (issue 24).
     own = {
         "PollerFunction": {"MemorySize"},
-        "PushFunction": {"MemorySize", "Tracing"},
+        "PushFunction": {"MemorySize"},
     }.get(function, set())
     for key in ("Runtime", "Architectures", "CodeUri", "Tracing", "MemorySize"):
         if key not in own:
@@ -669,8 +689,7 @@ def test_translated_functions_really_get_globals(translated: dict[str, Any]) -> 
         properties = body["Properties"]
         assert properties["Runtime"] == "python3.12"
         assert properties["Architectures"] == ["arm64"]
-        traced = "PassThrough" if name == "PushFunction" else "Active"
-        assert properties["TracingConfig"] == {"Mode": traced}
+        assert properties["TracingConfig"] == {"Mode": {"Ref": "Tracing"}}
         memory = {"PollerFunction": {"Ref": "PollerMemorySize"}, "PushFunction": 128}
         assert properties["MemorySize"] == memory.get(name, 256)
         assert properties["LoggingConfig"]["LogGroup"] == {"Ref": f"{name}LogGroup"}

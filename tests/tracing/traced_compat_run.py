@@ -88,6 +88,7 @@ def _create_resources() -> None:
 
 def _environment(function: str, provider_base_url: str) -> dict[str, str]:
     overrides = {
+        "TRACING_MODE": "Active",
         "TASKS_TABLE_NAME": TABLE,
         "WORKER_KEYS_TABLE_NAME": KEYS_TABLE,
         "REQUEST_BUDGETS_TABLE_NAME": BUDGETS_TABLE,

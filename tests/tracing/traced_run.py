@@ -76,6 +76,7 @@ def _function_environment(provider_base_url: str) -> dict[str, str]:
     """The poller's variables (the callback reads a subset) with this run's resources."""
     return template_environment(
         "PollerFunction",
+        TRACING_MODE="Active",
         TASKS_TABLE_NAME=TABLE,
         DUE_SHARDS="1",
         PROVIDER_API_KEY_PARAMETER="/pg/provider-api-key",

@@ -20,11 +20,14 @@ REQUESTS = "requests"
 PARAMETERS = "aws_lambda_powertools.utilities.parameters"
 EVENT_CLASSES = "aws_lambda_powertools.utilities.data_classes"
 CAPTCHAAI = "pingback_guard.provider.captchaai"
+# The template's default `Tracing` is PassThrough: no X-Ray SDK, nor the asyncio it imports.
+UNTRACED = frozenset({"aws_xray_sdk.core", "asyncio"})
 
 # Logical id -> modules its cold start must not load.
 NOT_AT_COLD_START: dict[str, frozenset[str]] = {
     # The provider only for an overdue task's read-through (ProviderOnFirstUse).
-    "GetTaskFunction": frozenset(
+    "GetTaskFunction": UNTRACED
+    | frozenset(
         {
             REQUESTS,
             CAPTCHAAI,
@@ -34,7 +37,8 @@ NOT_AT_COLD_START: dict[str, frozenset[str]] = {
         }
     ),
     # The provider only for a read-through, a report or a balance refresh.
-    "CompatResultFunction": frozenset(
+    "CompatResultFunction": UNTRACED
+    | frozenset(
         {
             REQUESTS,
             CAPTCHAAI,
@@ -46,7 +50,8 @@ NOT_AT_COLD_START: dict[str, frozenset[str]] = {
         }
     ),
     # Reads no secret and never calls the provider.
-    "PushFunction": frozenset(
+    "PushFunction": UNTRACED
+    | frozenset(
         {
             REQUESTS,
             PARAMETERS,
@@ -56,11 +61,13 @@ NOT_AT_COLD_START: dict[str, frozenset[str]] = {
         }
     ),
     # Never calls the provider nor reads a task's view.
-    "CallbackFunction": frozenset(
+    "CallbackFunction": UNTRACED
+    | frozenset(
         {REQUESTS, EVENT_CLASSES, "pingback_guard.logic.get_task", "pingback_guard.logic.submit"}
     ),
     # Submits: no reads of a worker's tasks, no report, no key budgets.
-    "SubmitFunction": frozenset(
+    "SubmitFunction": UNTRACED
+    | frozenset(
         {
             EVENT_CLASSES,
             "pingback_guard.handlers.services.tasks",
@@ -69,7 +76,8 @@ NOT_AT_COLD_START: dict[str, frozenset[str]] = {
             "pingback_guard.settings.worker_tasks",
         }
     ),
-    "CompatSubmitFunction": frozenset(
+    "CompatSubmitFunction": UNTRACED
+    | frozenset(
         {
             EVENT_CLASSES,
             "pingback_guard.handlers.services.tasks",

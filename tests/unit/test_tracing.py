@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from pingback_guard.domain.errors import ConfigurationError
+from pingback_guard.settings import env as settings_env
 from pingback_guard.tracing import UnrecordedProvider
 from tests.support import (
     FUNCTIONS_DIR,
@@ -62,3 +64,16 @@ def test_the_unrecorded_provider_takes_annotations_and_records_nothing(name: str
     with UnrecordedProvider().in_subsegment(name=name) as subsegment:
         subsegment.put_annotation("ids", "3")
         subsegment.put_metadata("outcome", "ok")
+
+
+@pytest.mark.parametrize(("mode", "traced"), [("Active", True), ("PassThrough", False)])
+def test_the_tracing_mode_is_one_of_lambdas_two(mode: str, traced: bool) -> None:
+    assert settings_env.traced(settings_env.Env({"TRACING_MODE": mode})) is traced
+
+
+@pytest.mark.parametrize("environ", [{}, {"TRACING_MODE": "Disabled"}, {"TRACING_MODE": "active"}])
+def test_a_missing_or_unknown_tracing_mode_fails_the_cold_start_by_name(
+    environ: dict[str, str],
+) -> None:
+    with pytest.raises(ConfigurationError, match="TRACING_MODE"):
+        settings_env.traced(settings_env.Env(environ))

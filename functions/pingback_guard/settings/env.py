@@ -10,6 +10,8 @@ from pingback_guard.domain.errors import ConfigurationError
 from pingback_guard.domain.principals import owner_of
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+# Lambda's TracingConfig modes (https://docs.aws.amazon.com/lambda/latest/dg/API_TracingConfig.html).
+TRACING_MODES = ("Active", "PassThrough")
 
 
 class Env:
@@ -93,6 +95,16 @@ def allow_loopback_pingbacks(env: Env) -> bool:
             "ALLOW_LOOPBACK_PINGBACKS=true is for local runs only (AWS_ENDPOINT_URL set)"
         )
     return allowed
+
+
+def traced(env: Env) -> bool:
+    """The template's `Tracing` parameter (TRACING_MODE), the function's TracingConfig Mode:
+    Active samples and records requests itself; PassThrough records none here, since an HTTP
+    API never sends a sampled trace header."""
+    mode = env.text("TRACING_MODE")
+    if mode not in TRACING_MODES:
+        raise ConfigurationError(f"TRACING_MODE must be one of {', '.join(TRACING_MODES)}")
+    return mode == TRACING_MODES[0]
 
 
 def retention_seconds(env: Env) -> float:
