@@ -14,13 +14,9 @@ changed: its transport is only watched, to count the busy answers it read.
 from __future__ import annotations
 
 import itertools
-import json
-import time
-import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import captchaai.client
 import pytest
 from captchaai import CaptchaAI
 from captchaai.core.registry import REGISTRY, get_entry
@@ -30,6 +26,12 @@ from infra.local import LocalStack
 from infra.local.runtime.aws import WORKER
 from infra.local.up import issue_compat_key
 from infra.simulator import Simulator
+from tests.captchaai_sdk import (
+    PADDING,
+    SDK_CALLS,
+    expected_solution,
+    set_sdk_speed,
+)
 from tests.local.support import QUICK_SOLVES
 from tests.waiting import run_at_once
 
@@ -50,35 +52,6 @@ STACK_OPTIONS: dict[str, Any] = {
     },
     "workers_per_function": 2,
 }
-PAGE = "https://shop.example/login"
-SITEKEY = "6Le-wvkSAAAAAPBMRTvw0Q4Muexq9bi0DJwx_mJ-"
-PROXY = {"proxy": "login:secret@127.0.0.1:3128", "proxytype": "HTTP"}
-PADDING = b"\x00" * 128
-PICTURE = bytes(range(256)) * 2
-# SDK type name -> its call; each type's registry row says where its answer is and whether a user
-# agent comes with it: the test reads it, never restates it.
-SDK_CALLS: dict[str, Callable[[CaptchaAI], SolveResult]] = {
-    "normal": lambda sdk: sdk.normal("SIMTEXT:Ёлка 42".encode() + PADDING, phrase=1, lang="ru"),
-    "grid": lambda sdk: sdk.grid(PICTURE, "crosswalks", "4x4"),
-    "bls": lambda sdk: sdk.bls([bytes([cell]) * 128 for cell in range(9)], "1234"),
-    "recaptcha_v2": lambda sdk: sdk.recaptcha_v2(SITEKEY, PAGE),
-    "recaptcha_v2_invisible": lambda sdk: sdk.recaptcha_v2(SITEKEY, PAGE, invisible=True),
-    "recaptcha_v2_enterprise": lambda sdk: sdk.recaptcha_v2(
-        SITEKEY, PAGE, enterprise=True, action="login"
-    ),
-    "recaptcha_v3": lambda sdk: sdk.recaptcha_v3(SITEKEY, PAGE, action="login", min_score=0.7),
-    "recaptcha_v3_enterprise": lambda sdk: sdk.recaptcha_v3(
-        SITEKEY, PAGE, action="login", enterprise=True
-    ),
-    "turnstile": lambda sdk: sdk.turnstile("0x4AAAAAAAC3DHQFLr1GavRN", PAGE),
-    "cloudflare_challenge": lambda sdk: sdk.cloudflare_challenge(PAGE, **PROXY),
-    "geetest": lambda sdk: sdk.geetest("f1ab2cdefa3456789012345b6c78d90e", "12345678abc", PAGE),
-    "captchafox": lambda sdk: sdk.captchafox("sk_ILKWNruBBVKDOM7dZs59KHnDLEWiH", PAGE, **PROXY),
-    "friendly_captcha": lambda sdk: sdk.friendly_captcha("FCMST5VUMCBOCGQ9", PAGE, version="v2"),
-    "lemin": lambda sdk: sdk.lemin(
-        "CROPPED_3dfdd5c_d1872b526b794d83ba3b365eb15a200b", "lemin", PAGE
-    ),
-}
 SDK_SECONDS_PER_REAL_SECOND = 10.0
 BURST = 50
 BURST_THREADS = 10
@@ -90,18 +63,12 @@ BURST_SDK_SPEED = 4.0
 BY_RES_PHP = {"poll", "read_through"}
 
 
-def scaled_clock(sdk_seconds_per_real_second: float) -> types.SimpleNamespace:
-    return types.SimpleNamespace(
-        sleep=lambda seconds: time.sleep(seconds / sdk_seconds_per_real_second)
-    )
-
-
 @pytest.fixture
 def sdk_clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
     """The SDK's client module sleeps on a clock `speed` times faster than the real one."""
 
     def set_speed(speed: float) -> None:
-        monkeypatch.setattr(captchaai.client, "time", scaled_clock(speed))
+        set_sdk_speed(monkeypatch, speed)
 
     set_speed(SDK_SECONDS_PER_REAL_SECOND)
     return set_speed
@@ -142,10 +109,6 @@ def stored(stack: LocalStack, task_id: str) -> dict[str, Any]:
         TableName=stack.ready.tasks_table, Key={"task_id": {"S": task_id}}, ConsistentRead=True
     )["Item"]
     return item
-
-
-def expected_solution(type_name: str, code: str) -> object:
-    return json.loads(code) if get_entry(type_name).is_structured else code
 
 
 def test_the_sdk_offers_no_type_the_test_does_not_run() -> None:

@@ -12,57 +12,27 @@ waits shrink and its own logic (how many polls, how long to keep retrying) is un
 from __future__ import annotations
 
 import itertools
-import json
-import time
-import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import captchaai.client
 import pytest
 from captchaai import CaptchaAI
 from captchaai.core.registry import get_entry
 from captchaai.core.result import SolveResult
 from captchaai.exceptions import APIError, InvalidKeyError
 
-from tests.simulator.simulator_helpers import FAST_CONFIG, SITEKEY, SimulatorClient
+from tests.captchaai_sdk import (
+    PADDING,
+    PAGE,
+    SDK_CALLS,
+    SITEKEY,
+    expected_solution,
+    set_sdk_speed,
+)
+from tests.simulator.simulator_helpers import FAST_CONFIG, SimulatorClient
 from tests.waiting import run_at_once
 
-PAGE = "https://shop.example/login"
-PROXY = {"proxy": "login:secret@127.0.0.1:3128", "proxytype": "HTTP"}
-PADDING = b"\x00" * 128
-PICTURE = bytes(range(256)) * 2
 SDK_SECONDS_PER_REAL_SECOND = 100.0
-# SDK type name -> its call. Each type's registry row (captchaai/core/registry.py) says where the
-# answer is and whether a user agent comes with it; the test reads it, never restates it.
-SDK_CALLS: dict[str, Callable[[CaptchaAI], SolveResult]] = {
-    "normal": lambda sdk: sdk.normal("SIMTEXT:Ёлка 42".encode() + PADDING, phrase=1, lang="ru"),
-    "grid": lambda sdk: sdk.grid(PICTURE, "crosswalks", "4x4"),
-    "bls": lambda sdk: sdk.bls([bytes([cell]) * 64 for cell in range(9)], "1234"),
-    "recaptcha_v2": lambda sdk: sdk.recaptcha_v2(SITEKEY, PAGE),
-    "recaptcha_v2_invisible": lambda sdk: sdk.recaptcha_v2(SITEKEY, PAGE, invisible=True),
-    "recaptcha_v2_enterprise": lambda sdk: sdk.recaptcha_v2(
-        SITEKEY, PAGE, enterprise=True, action="login"
-    ),
-    "recaptcha_v3": lambda sdk: sdk.recaptcha_v3(SITEKEY, PAGE, action="login", min_score=0.7),
-    "recaptcha_v3_enterprise": lambda sdk: sdk.recaptcha_v3(
-        SITEKEY, PAGE, action="login", enterprise=True
-    ),
-    "turnstile": lambda sdk: sdk.turnstile("0x4AAAAAAAC3DHQFLr1GavRN", PAGE),
-    "cloudflare_challenge": lambda sdk: sdk.cloudflare_challenge(PAGE, **PROXY),
-    "geetest": lambda sdk: sdk.geetest("f1ab2cdefa3456789012345b6c78d90e", "12345678abc", PAGE),
-    "captchafox": lambda sdk: sdk.captchafox("sk_ILKWNruBBVKDOM7dZs59KHnDLEWiH", PAGE, **PROXY),
-    "friendly_captcha": lambda sdk: sdk.friendly_captcha("FCMST5VUMCBOCGQ9", PAGE, version="v2"),
-    "lemin": lambda sdk: sdk.lemin(
-        "CROPPED_3dfdd5c_d1872b526b794d83ba3b365eb15a200b", "lemin", PAGE
-    ),
-}
-
-
-def scaled_clock(sdk_seconds_per_real_second: float) -> types.SimpleNamespace:
-    return types.SimpleNamespace(
-        sleep=lambda seconds: time.sleep(seconds / sdk_seconds_per_real_second)
-    )
 
 
 @pytest.fixture
@@ -70,7 +40,7 @@ def sdk_clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
     """The SDK's client module sleeps on a clock `speed` times faster than the real one."""
 
     def set_speed(speed: float) -> None:
-        monkeypatch.setattr(captchaai.client, "time", scaled_clock(speed))
+        set_sdk_speed(monkeypatch, speed)
 
     set_speed(SDK_SECONDS_PER_REAL_SECOND)
     return set_speed
@@ -93,10 +63,6 @@ def connect(
     yield connect_to
     for sdk in opened:
         sdk.close()
-
-
-def expected_solution(type_name: str, code: str) -> object:
-    return json.loads(code) if get_entry(type_name).is_structured else code
 
 
 @pytest.mark.parametrize("type_name", sorted(SDK_CALLS))
