@@ -13,17 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from infra.local.lambda_.pool import Invocation
+    from infra.local.options import LocalOptions, ReadyInfo
     from infra.local.runtime.calls import AwsCall
     from infra.local.runtime.faults import FaultRule
-    from infra.local.stack import LocalOptions, LocalStack, ReadyInfo
+    from infra.local.stack import LocalStack
 
 _MODULE_OF = {
     "AwsCall": "infra.local.runtime.calls",
     "FaultRule": "infra.local.runtime.faults",
     "Invocation": "infra.local.lambda_.pool",
-    "LocalOptions": "infra.local.stack",
+    "LocalOptions": "infra.local.options",
     "LocalStack": "infra.local.stack",
-    "ReadyInfo": "infra.local.stack",
+    "ReadyInfo": "infra.local.options",
 }
 
 __all__ = ["AwsCall", "FaultRule", "Invocation", "LocalOptions", "LocalStack", "ReadyInfo"]

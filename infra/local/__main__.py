@@ -14,8 +14,9 @@ import threading
 from pathlib import Path
 
 from infra.local.cloudformation.template import TemplateError
+from infra.local.options import LocalOptions
 from infra.local.runtime.processes import ChildStartError
-from infra.local.stack import LocalOptions, LocalStack
+from infra.local.stack import LocalStack
 from infra.local.up import MissingProviderKeyError, UpOptions, run_up
 
 _WAIT_SLICE_SECONDS = 0.5

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from infra.local.options import LocalOptions, ReadyInfo
 from infra.local.runtime.aws import FAKE_CREDENTIALS, OTHER_WORKER, WORKER, fake_session
-from infra.local.stack import LocalOptions, LocalStack, ReadyInfo
+from infra.local.stack import LocalStack
 from infra.simulator import Simulator, SimulatorConfig
 from pingback_guard_cli import keys
 from pingback_guard_cli.stack import Aws, find_stack
