@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import Any
+
+from infra.project_template import function_traced, project_template
 
 MILLION = 1_000_000
 GIB = 1024**3
@@ -68,7 +72,22 @@ class Assumptions:
 
 
 PRICES = Prices()
-ASSUMPTIONS = Assumptions()
+
+
+def assumptions_at_defaults(template: Mapping[str, Any]) -> Assumptions:
+    """X-Ray samples (and bills) only when a function is traced at the template's defaults (the
+    `Tracing` parameter: PassThrough records nothing for an HTTP API's requests)."""
+    functions = [
+        logical_id
+        for logical_id, resource in template["Resources"].items()
+        if resource.get("Type") == "AWS::Serverless::Function"
+    ]
+    if any(function_traced(template, logical_id) for logical_id in functions):
+        return Assumptions()
+    return Assumptions(trace_fixed_rate=0.0, trace_reservoir_per_second=0.0)
+
+
+ASSUMPTIONS = assumptions_at_defaults(project_template())
 
 
 @dataclass(frozen=True)
@@ -238,9 +257,10 @@ def fixed_monthly(
     )
     by_service = {name: cost for name, cost in cost_by_service(schedule, prices).items() if cost}
     reservoir_traces = assumptions.trace_reservoir_per_second * SECONDS_PER_MONTH
+    reservoir = reservoir_traces * prices.xray_traces_per_million / MILLION
     return {
         **by_service,
-        "X-Ray reservoir (1 trace/s)": reservoir_traces * prices.xray_traces_per_million / MILLION,
+        **({"X-Ray reservoir (1 trace/s)": reservoir} if reservoir else {}),
         "CloudWatch alarms": inputs.alarm_metrics * prices.alarm_metric_month,
         "CloudWatch custom metrics": inputs.custom_metrics * prices.custom_metric_month,
         "CloudWatch dashboard": inputs.dashboards * prices.dashboard_month,

@@ -14,6 +14,8 @@ from infra.local.cloudformation.cfn_yaml import load_cfn_yaml
 TEMPLATE_PATH = Path(__file__).resolve().parent.parent / "template.yaml"
 PLACEHOLDER_REGION = "us-east-1"
 _ACCOUNT = "123456789012"
+# samconfig.toml's default environment's stack (per-stack names: the metric namespace).
+_STACK_NAME = "pingback-guard-dev"
 # Ids shaped like a deployment's, for the resources functions' variables refer to.
 PLACEHOLDER_IDS = {
     "TasksTable": "pingback-guard-TasksTable-1A2B3C4D5E6F",
@@ -136,7 +138,12 @@ def _substituted(
     template: Mapping[str, Any], text: str, physical_ids: Mapping[str, str], region: str
 ) -> str | None:
     """A one-string Fn::Sub with its ${Name}s resolved like Refs; None if one is unknown."""
-    pseudo = {"AWS::Region": region, "AWS::URLSuffix": "amazonaws.com", "AWS::AccountId": _ACCOUNT}
+    pseudo = {
+        "AWS::Region": region,
+        "AWS::URLSuffix": "amazonaws.com",
+        "AWS::AccountId": _ACCOUNT,
+        "AWS::StackName": _STACK_NAME,
+    }
     names = re.findall(r"\$\{([^}!]+)\}", text)
     values = {}
     for name in names:
