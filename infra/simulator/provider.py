@@ -75,10 +75,10 @@ class Answer:
 
 @dataclass(frozen=True)
 class Account:
-    """One provider account: its key, its thread plan; its tasks are read through it only."""
+    """One provider account (numbered in the config's order) with its thread plan; its tasks
+    are read through its key only."""
 
     number: int
-    api_key: str
     plan: ThreadPlan
 
 
@@ -111,9 +111,11 @@ class Provider:
         self._dialect = dialect
         self._seed = seed
         plans = [config.threads, *(account.threads for account in config.extra_accounts)]
-        self._accounts = {
-            key.lower(): Account(number, key.lower(), ThreadPlan(threads))
-            for number, (key, threads) in enumerate(zip(api_keys, plans, strict=True))
+        self._accounts = [
+            Account(number, ThreadPlan(threads)) for number, threads in enumerate(plans)
+        ]
+        self._accounts_by_key = {
+            key.lower(): account for key, account in zip(api_keys, self._accounts, strict=True)
         }
         self._random = random
         self._faults = faults
@@ -156,7 +158,7 @@ class Provider:
         return answer_action(params, account)
 
     def thread_counts(self, account_number: int) -> Answer:
-        plan = next(a.plan for a in self._accounts.values() if a.number == account_number)
+        plan = self._accounts[account_number].plan
         return Answer.thread_counts(plan.threads, plan.working(time.time()))
 
     def draw_res_fault(self) -> ResFault:
@@ -195,7 +197,7 @@ class Provider:
         """The key's account, or the error code in.php and res.php answer for the key."""
         if API_KEY_PATTERN.fullmatch(key) is None:
             return codes.ERROR_WRONG_USER_KEY
-        return self._accounts.get(key.lower(), codes.ERROR_KEY_DOES_NOT_EXIST)
+        return self._accounts_by_key.get(key.lower(), codes.ERROR_KEY_DOES_NOT_EXIST)
 
     def _create_task(self, params: Mapping[str, str], account: Account) -> Task | None:
         """The accepted task, or None when the thread plan has no thread for it."""
