@@ -623,7 +623,8 @@ def test_api_key_parameter_arn_is_built_from_its_name(
         "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}"
         ":parameter${ProviderApiKeyParameterName}"
     )
-    assert statement["Resource"] == {"Fn::Sub": expected}
+    # Account 1's key, and the extra accounts' keys beside it (ProviderExtraAccounts).
+    assert statement["Resource"] == [{"Fn::Sub": expected}, {"Fn::Sub": f"{expected}-*"}]
     # The ARN above is only right for names with a leading slash.
     assert template["Parameters"]["ProviderApiKeyParameterName"]["AllowedPattern"].startswith("^/")
 

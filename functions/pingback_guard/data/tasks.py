@@ -256,9 +256,9 @@ class TaskRecords:
 
 def _identity(task: NewTask) -> tuple[str, dict[str, object]]:
     """The SET clause and values of a task's origin and whether its result is forwarded, and its
-    nonce, owner and forward URL when it has them. `pingback_forward` goes into the result event
-    (the URL never does): the forward rule skips "no"; a task written before it existed has none
-    and is still offered to the forwarder."""
+    nonce, owner, forward URL and provider account (none: account 1) when it has them.
+    `pingback_forward` goes into the result event (the URL never does): the forward rule skips
+    "no"; a task written before it existed has none and is still offered to the forwarder."""
     clause = ", #origin = :origin, pingback_forward = :pingback_forward"
     identity: dict[str, object] = {
         "origin": task.origin.value,
@@ -273,6 +273,9 @@ def _identity(task: NewTask) -> tuple[str, dict[str, object]]:
     if task.forward_url is not None:
         clause += ", forward_url = :forward_url"
         identity["forward_url"] = task.forward_url
+    if task.provider_account is not None:
+        clause += ", provider_account = :provider_account"
+        identity["provider_account"] = task.provider_account
     return clause, identity
 
 
