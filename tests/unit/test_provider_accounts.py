@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from pingback_guard.domain.errors import (
+    ConfigurationError,
     ProviderAccountError,
     ProviderRejectedError,
     ProviderRetryableError,
@@ -19,6 +20,8 @@ from pingback_guard.logic.accounts import (
     UnknownAccountError,
 )
 from pingback_guard.provider.client import ThreadUsage
+from pingback_guard.settings.env import Env
+from pingback_guard.settings.provider import ExtraAccount, ProviderSettings
 from tests.fakes import RECAPTCHA_REQUEST, FakeProvider
 
 URL = "https://cb.test/callback/x"
@@ -222,4 +225,32 @@ def test_a_task_is_read_through_its_own_account_and_old_tasks_through_account_1(
     assert chooser.client_for(None) is first
     assert chooser.client_for("b") is second
     with pytest.raises(UnknownAccountError):
-        chooser.client_for("gone")
+        chooser.client_for("gone").get_results(["1"])
+
+
+class TestExtraAccountSettings:
+    BASE = {
+        "PROVIDER_BASE_URL": "https://ocr.captchaai.com",
+        "PROVIDER_API_KEY_PARAMETER": "/pg/key",
+    }
+
+    def settings(self, extra: str) -> tuple[ExtraAccount, ...]:
+        env = Env({**self.BASE, "PROVIDER_EXTRA_ACCOUNTS": extra})
+        return ProviderSettings.from_env(env).extra_accounts
+
+    def test_none_configured_is_account_1_alone(self) -> None:
+        assert ProviderSettings.from_env(Env(self.BASE)).extra_accounts == ()
+
+    def test_each_account_s_key_sits_beside_account_1_s_with_its_own_provider(self) -> None:
+        assert self.settings("b, c|https://2captcha.com|2captcha") == (
+            ExtraAccount("b", "/pg/key-b", "https://ocr.captchaai.com"),
+            ExtraAccount("c", "/pg/key-c", "https://2captcha.com", "2captcha"),
+        )
+
+    @pytest.mark.parametrize(
+        "extra",
+        ["b,b", "a b", "b|http://example.com", "b|https://x.test|anticaptcha", "b|https://u:p@x"],
+    )
+    def test_a_malformed_list_fails_at_cold_start(self, extra: str) -> None:
+        with pytest.raises(ConfigurationError):
+            self.settings(extra)

@@ -3,11 +3,11 @@ synthetic tasks, written PENDING with the due index's keys."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pingback_guard.data.due_index import due_shard_of
-from pingback_guard.data.dynamodb_table import ConditionRefused, ItemTable, values
+from pingback_guard.data.dynamodb_table import ConditionRefused, ItemTable, text_or_none, values
 from pingback_guard.data.task_items import RESULT_ATTRIBUTES, task_from_item
 from pingback_guard.domain.task import (
     NewTask,
@@ -33,6 +33,13 @@ class TaskRecords:
     def get(self, task_id: str) -> Task | None:
         item = self._table.get_item(task_id)
         return task_from_item(item) if item else None
+
+    def provider_accounts_of(self, task_ids: Sequence[str]) -> dict[str, str | None]:
+        """Each task's provider account (None: account 1, or a task no longer there)."""
+        accounts: dict[str, str | None] = dict.fromkeys(task_ids)
+        for item in self._table.batch_get(task_ids, "task_id, provider_account"):
+            accounts[str(item["task_id"])] = text_or_none(item.get("provider_account"))
+        return accounts
 
     def record_submission(self, task: NewTask) -> SubmissionOutcome:
         """This stack's own submit: it made the URL the provider holds, so its record replaces a

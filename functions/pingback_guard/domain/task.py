@@ -353,6 +353,8 @@ class DueTask:
     poll_attempts: int
     last_checked_at: float | None = None
     method: str | None = None
+    # Read from the task's item when the stack has more than one provider account.
+    provider_account: str | None = None
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from pingback_guard.domain.errors import (
     ProviderThreadsBusyError,
 )
 from pingback_guard.domain.task import CaptchaRequest
+from pingback_guard.provider.answers import ProviderAnswer
 from pingback_guard.provider.client import ProviderClient, ThreadsReader, ThreadUsage
 
 # Submit refusals that mean "no free thread": CaptchaAI's busy ERROR_ZERO_BALANCE becomes
@@ -117,11 +118,10 @@ class ProviderAccounts:
         return len(self._accounts) > 1
 
     def client_for(self, account_id: str | None) -> ProviderClient:
-        """The client of the account a task records (None: account 1)."""
+        """The client of the account a task records (None: account 1); for an account no
+        longer configured, one that raises UnknownAccountError at its every call."""
         account = self._by_id.get(account_id)
-        if account is None:
-            raise UnknownAccountError("the task's provider account is not configured")
-        return account.client
+        return _Unconfigured() if account is None else account.client
 
     def submit(self, request: CaptchaRequest, pingback_url: str) -> AccountTask:
         """in.php through the account with the most free threads; the next one when it
@@ -197,7 +197,30 @@ class ProviderAccounts:
             return  # the last reading stands until the next try; the submit says the rest
 
     def _refused(self, account: ProviderAccount, error: ProviderError) -> None:
+        """Cooled down; told (with several accounts: with one, the caller gets the error)."""
         self._usage[account.account_id].cooling_until = (
             self._clock() + self._policy.cool_down_seconds
         )
-        self._on_account_refused(account.account_id, error.code)
+        if self.has_several and isinstance(error, ProviderAccountError):
+            self._on_account_refused(account.account_id, error.code)
+
+
+def as_accounts(provider: ProviderClient | ProviderAccounts) -> ProviderAccounts:
+    """One client is account 1 alone (unit tests' fakes, a function with one account)."""
+    return provider if isinstance(provider, ProviderAccounts) else ProviderAccounts.single(provider)
+
+
+class _Unconfigured:
+    """The client of a task whose account is no longer configured: nothing can be asked."""
+
+    def submit(self, request: CaptchaRequest, pingback_url: str) -> str:
+        raise UnknownAccountError("the task's provider account is not configured")
+
+    def get_results(self, task_ids: Sequence[str]) -> dict[str, ProviderAnswer]:
+        raise UnknownAccountError("the task's provider account is not configured")
+
+    def report(self, task_id: str, *, good: bool) -> None:
+        raise UnknownAccountError("the task's provider account is not configured")
+
+    def balance(self) -> float:
+        raise UnknownAccountError("the task's provider account is not configured")

@@ -15,7 +15,7 @@ from pingback_guard.domain.errors import (
 from pingback_guard.domain.task import CaptchaRequest, NewTask, SubmissionOutcome, TaskOrigin
 from pingback_guard.kinds.registry import expected_solve_seconds
 from pingback_guard.logic import capability
-from pingback_guard.logic.accounts import ProviderAccounts
+from pingback_guard.logic.accounts import ProviderAccounts, as_accounts
 from pingback_guard.logic.pacing import MIN_RETRY_AFTER_SECONDS
 from pingback_guard.logic.poll_schedule import first_poll_delay
 from pingback_guard.provider.client import ProviderClient
@@ -105,11 +105,7 @@ class SubmitService:
         """``after_recorded``: called once a task is in the table (logic/poller_wake.py starts
         the poller there); it must not raise."""
         self._store = store
-        self._accounts = (
-            provider
-            if isinstance(provider, ProviderAccounts)
-            else ProviderAccounts.single(provider)
-        )
+        self._accounts = as_accounts(provider)
         self._dead_letters = dead_letters
         self.pending = pending
         self._sleep = sleep

@@ -85,11 +85,13 @@ def pooled_session(connections: int) -> requests.Session:
     return session
 
 
-def single_attempt_client(provider: ProviderSettings) -> CaptchaAiClient:
+def single_attempt_client(
+    provider: ProviderSettings, account: ExtraAccount | None = None
+) -> CaptchaAiClient:
     """One attempt per call: a worker is waiting on the answer, and its next request retries."""
     from pingback_guard.provider.captchaai import RetryPolicy
 
-    return captchaai_client(provider, retry=RetryPolicy(attempts=1))
+    return captchaai_client(provider, retry=RetryPolicy(attempts=1), account=account)
 
 
 class ProviderOnFirstUse:
@@ -117,3 +119,23 @@ class ProviderOnFirstUse:
 
     def balance(self) -> float:
         return self._client().balance()
+
+
+def accounts_on_first_use(
+    provider: ProviderSettings, *, single_attempt: bool = False
+) -> ProviderAccounts:
+    """Every account's client made at its first call (ProviderOnFirstUse), for the functions
+    that read and report through a task's own account and rarely call the provider."""
+    from pingback_guard.logic.accounts import ProviderAccount, ProviderAccounts
+
+    def made(extra: ExtraAccount | None) -> ProviderClient:
+        if single_attempt:
+            return ProviderOnFirstUse(lambda: single_attempt_client(provider, extra))
+        return ProviderOnFirstUse(lambda: captchaai_client(provider, account=extra))
+
+    return ProviderAccounts(
+        [
+            ProviderAccount(None if extra is None else extra.name, made(extra))
+            for extra in (None, *provider.extra_accounts)
+        ]
+    )
