@@ -132,5 +132,3 @@ def test_account_1_out_of_balance_mid_run_every_task_completes_through_account_2
             assert view["delivered_via"] in {"poll", "read_through"}
     finally:
         simulator.update_faults(zero_balance_accounts=[], pingback_drop_rate=0.0)
-    # And the stopped account was asked for none of the recovered results
-    assert all(fates[task_id]["deliveries"][0]["outcome"] == "dropped" for task_id in task_ids)
