@@ -122,6 +122,7 @@ class InMemoryTaskStore:
                 owner=task.owner,
                 origin=task.origin,
                 forward_url=task.forward_url,
+                provider_account=task.provider_account,
             )
             return SubmissionOutcome.RESULT_ALREADY_STORED
         self._write_pending(task)
@@ -149,6 +150,7 @@ class InMemoryTaskStore:
             nonce=task.nonce,
             origin=task.origin,
             forward_url=task.forward_url,
+            provider_account=task.provider_account,
         )
 
     def record_registration(self, task: NewTask) -> RegistrationOutcome:
@@ -460,6 +462,11 @@ class InMemoryTaskStore:
         self._maybe_fail()
         return self.tasks.get(task_id)
 
+    def provider_accounts_of(self, task_ids: Sequence[str]) -> dict[str, str | None]:
+        self._maybe_fail()
+        found = {task_id: self.tasks.get(task_id) for task_id in task_ids}
+        return {task_id: task.provider_account if task else None for task_id, task in found.items()}
+
     def due_tasks(
         self, now: float, limit: int, shards: Collection[int] | None = None
     ) -> list[DueTask]:
@@ -536,6 +543,7 @@ def _finished(
         nonce=result.nonce if existing is None or result.nonce else existing.nonce,
         origin=existing.origin if existing else None,
         forward_url=existing.forward_url if existing else None,
+        provider_account=existing.provider_account if existing else None,
     )
 
 

@@ -52,6 +52,19 @@ def count_provisional_discarded(task: NewTask) -> None:
     logger.warning("provisional result discarded", extra={"task_id": task.task_id})
 
 
+def count_provider_threads_busy(account: str | None) -> None:
+    """A submit found a provider account's threads all in use (ProviderThreadsBusyAlarm)."""
+    metrics.add_metric(name="ProviderThreadsBusy", unit=MetricUnit.Count, value=1)
+    logger.info("provider account threads busy", extra={"provider_account": account or "1"})
+
+
+def note_provider_account_refused(account: str | None, code: str) -> None:
+    """An account refused a submit: skipped for a cool-down while another can take it (the
+    account's name and the provider's code only, never its key)."""
+    extra = {"provider_account": account or "1", "code": code or "no answer"}
+    logger.warning("provider account refused a submit", extra=extra)
+
+
 def count_poller_woken() -> None:
     metrics.add_metric(name="PollerWoken", unit=MetricUnit.Count, value=1)
 

@@ -26,6 +26,10 @@ class LocalOptions:
     """Sets PROVIDER_BASE_URL for every function that has it."""
     provider_api_key: str | None = None
     """Stored in the SSM parameter the template names; default: $CAPTCHAAI_API_KEY."""
+    provider_account_keys: Mapping[str, str] = field(default_factory=dict)
+    """More provider accounts (name -> API key), each stored as the SecureString
+    ``<ProviderApiKeyParameterName>-<name>`` and named in ProviderExtraAccounts (unless the
+    overrides name them): the simulator's ``extra_accounts``."""
     time_scale: float = 1.0
     """Schedules and SQS visibility timeouts run this many times faster."""
     parameter_overrides: Mapping[str, str] = field(default_factory=dict)

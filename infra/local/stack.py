@@ -55,6 +55,7 @@ PROVIDER_API_KEY_ENV = "CAPTCHAAI_API_KEY"
 # Contract names (docs/architecture.md): the template parameter naming the SSM parameter of the
 # provider API key, the outputs the ready line repeats, and the variables the runtime adapts.
 API_KEY_PARAMETER_NAME_PARAMETER = "ProviderApiKeyParameterName"
+EXTRA_ACCOUNTS_PARAMETER = "ProviderExtraAccounts"
 TASKS_TABLE_OUTPUT = "TasksTableName"
 DLQ_URL_OUTPUT = "DeadLetterQueueUrl"
 PARKING_QUEUE_URL_OUTPUT = "ParkingQueueUrl"
@@ -292,7 +293,7 @@ class LocalStack(Service):
         declared = template.document.get("Parameters", {})
         local_defaults = {k: v for k, v in LOCAL_PARAMETER_DEFAULTS.items() if k in declared}
         parameter_values = template.parameter_values(
-            {**local_defaults, **options.parameter_overrides}
+            {**local_defaults, **self._extra_accounts(declared), **options.parameter_overrides}
         )
         code_dirs = template.function_code_dirs()
         self._moto = MotoServer(options.aws_port, log_dir / "moto.log")
@@ -330,6 +331,12 @@ class LocalStack(Service):
         self._control.start()
         return self._ready_info(stack, endpoint, run_dir, log_dir, specs)
 
+    def _extra_accounts(self, declared: Mapping[str, Any]) -> dict[str, str]:
+        accounts = ",".join(self.options.provider_account_keys)
+        if not accounts or EXTRA_ACCOUNTS_PARAMETER not in declared:
+            return {}
+        return {EXTRA_ACCOUNTS_PARAMETER: accounts}
+
     def _store_provider_api_key(
         self, endpoint: AwsEndpoint, parameter_values: Mapping[str, Any]
     ) -> None:
@@ -337,6 +344,10 @@ class LocalStack(Service):
         api_key = self.options.provider_api_key or os.environ.get(PROVIDER_API_KEY_ENV)
         if name is None:
             return
+        for account, account_key in self.options.provider_account_keys.items():
+            endpoint.client("ssm").put_parameter(
+                Name=f"{name}-{account}", Value=account_key, Type="SecureString", Overwrite=True
+            )
         if not api_key:
             logger.warning(
                 "SSM parameter %s not created: pass --provider-api-key or set %s",

@@ -1,6 +1,7 @@
 """`python -m infra.simulator`: run the simulator in the foreground until SIGINT or SIGTERM.
 
-When it is ready it prints one JSON line on stdout: {"base_url": ..., "api_key": ...}.
+When it is ready it prints one JSON line on stdout: {"base_url": ..., "api_key": ..., "api_keys":
+[...]} (every account's key; the first is api_key).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m infra.simulator", description="CaptchaAI-compatible simulator."
+        prog="python -m infra.simulator", description="A CaptchaAI (or 2captcha) simulator."
     )
     parser.add_argument("--host", help="IPv4 loopback address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to bind (default 0: any free port)")
@@ -61,7 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     simulator = Simulator(config)
     try:
         base_url = simulator.start()
-        print(json.dumps({"base_url": base_url, "api_key": simulator.api_key}), flush=True)
+        ready = {"base_url": base_url, "api_key": simulator.api_key, "api_keys": simulator.api_keys}
+        print(json.dumps(ready), flush=True)
         signal.sigwait(STOP_SIGNALS)
     finally:
         simulator.stop()

@@ -89,8 +89,14 @@ class Faults:
     res_slow_seconds: float = 10.0
     in_no_slot_rate: float = 0.0
     zero_balance: bool = False
+    # Accounts (0: the first, 1..: `extra_accounts`) whose submits answer ERROR_ZERO_BALANCE.
+    zero_balance_accounts: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
+        _check(
+            all(account >= 0 for account in self.zero_balance_accounts),
+            "zero_balance_accounts are account numbers >= 0",
+        )
         for name in FAULT_RATES:
             _check(0.0 <= getattr(self, name) <= 1.0, f"{name} must be between 0 and 1")
         low, high = self.pingback_delay
@@ -107,7 +113,30 @@ class Faults:
         return dataclasses.replace(self, **_parse_fields(changes, _FAULT_FIELDS, "faults"))
 
     def to_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "pingback_delay": list(self.pingback_delay)}
+        return {
+            **dataclasses.asdict(self),
+            "pingback_delay": list(self.pingback_delay),
+            "zero_balance_accounts": list(self.zero_balance_accounts),
+        }
+
+    def account_has_no_balance(self, account: int) -> bool:
+        return self.zero_balance or account in self.zero_balance_accounts
+
+
+@dataclass(frozen=True)
+class AccountConfig:
+    """One more provider account on the same simulator (and URL), with its own key (random when
+    None) and thread plan; its tasks are its own, as another CaptchaAI account's are."""
+
+    api_key: str | None = None
+    threads: int = 1000
+
+    def __post_init__(self) -> None:
+        _check_account(self.api_key, self.threads)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, object]) -> AccountConfig:
+        return dataclasses.replace(cls(), **_parse_fields(values, _ACCOUNT_FIELDS, "account"))
 
 
 @dataclass(frozen=True)
@@ -122,6 +151,7 @@ class SimulatorConfig:
     # thread is busy (None: the dialect's documented answer; see plan.py).
     threads: int = 1000
     busy_answer: str | None = None
+    extra_accounts: tuple[AccountConfig, ...] = ()
     # in.php + res.php requests per nominal second before HTTP 429; None: no limit.
     requests_per_second: float | None = None
     seed: int | None = None
@@ -144,11 +174,10 @@ class SimulatorConfig:
         _check(_is_ipv4_loopback(self.host), "host must be an IPv4 loopback address (127.0.0.0/8)")
         _check(0 <= self.port <= 65535, "port must be between 0 and 65535")
         _check(self.dialect in DIALECT_NAMES, f"dialect must be one of {DIALECT_NAMES}")
-        _check(
-            self.api_key is None or API_KEY_PATTERN.fullmatch(self.api_key) is not None,
-            "api_key must be 32 hexadecimal characters",
-        )
-        _check(self.threads >= 1, "threads must be >= 1")
+        _check_account(self.api_key, self.threads)
+        keys = [self.api_key, *(account.api_key for account in self.extra_accounts)]
+        given = [key.lower() for key in keys if key is not None]
+        _check(len(given) == len(set(given)), "accounts need different api_keys")
         _check(
             self.busy_answer is None or self.busy_answer in BUSY_ANSWERS,
             f"busy_answer must be one of {BUSY_ANSWERS}",
@@ -197,6 +226,14 @@ def _read(path: str) -> str:
         return Path(path).read_text(encoding="utf-8")
     except OSError as error:
         raise ConfigError(f"cannot read config file {path}: {error.strerror}") from error
+
+
+def _check_account(api_key: str | None, threads: int) -> None:
+    _check(
+        api_key is None or API_KEY_PATTERN.fullmatch(api_key) is not None,
+        "api_key must be 32 hexadecimal characters",
+    )
+    _check(threads >= 1, "threads must be >= 1")
 
 
 def _check(condition: bool, message: str) -> None:
@@ -271,6 +308,18 @@ def _as_seconds_range(name: str, value: object) -> tuple[float, float]:
     return seconds, seconds
 
 
+def _as_account_numbers(name: str, value: object) -> tuple[int, ...]:
+    if not isinstance(value, list | tuple):
+        raise ConfigError(f"{name} must be a list of account numbers")
+    return tuple(_as_int(name, item) for item in value)
+
+
+def _as_accounts(name: str, value: object) -> tuple[AccountConfig, ...]:
+    if not isinstance(value, list | tuple):
+        raise ConfigError(f"{name} must be a list of accounts")
+    return tuple(AccountConfig.from_mapping(_as_mapping(name, item)) for item in value)
+
+
 def _as_solve_time(name: str, value: object) -> SolveTimeDistribution:
     return SolveTimeDistribution.from_mapping(_as_mapping(name, value))
 
@@ -297,6 +346,12 @@ _FAULT_FIELDS: Final[Mapping[str, FieldParser]] = {
     "res_slow_seconds": _as_float,
     "in_no_slot_rate": _as_float,
     "zero_balance": _as_bool,
+    "zero_balance_accounts": _as_account_numbers,
+}
+
+_ACCOUNT_FIELDS: Final[Mapping[str, FieldParser]] = {
+    "api_key": _as_optional_str,
+    "threads": _as_int,
 }
 
 _CONFIG_FIELDS: Final[Mapping[str, FieldParser]] = {
@@ -306,6 +361,7 @@ _CONFIG_FIELDS: Final[Mapping[str, FieldParser]] = {
     "api_key": _as_optional_str,
     "threads": _as_int,
     "busy_answer": _as_optional_str,
+    "extra_accounts": _as_accounts,
     "requests_per_second": _as_optional_float,
     "seed": _as_optional_int,
     "time_scale": _as_float,

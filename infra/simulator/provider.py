@@ -7,7 +7,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -74,6 +74,15 @@ class Answer:
 
 
 @dataclass(frozen=True)
+class Account:
+    """One provider account (numbered in the config's order) with its thread plan; its tasks
+    are read through its key only."""
+
+    number: int
+    plan: ThreadPlan
+
+
+@dataclass(frozen=True)
 class ResFault:
     """What res.php does wrong for one request: answer late, and/or answer with a 5xx status."""
 
@@ -82,8 +91,8 @@ class ResFault:
 
 
 class Provider:
-    """The simulated provider account: accepts tasks within its thread plan and answers polls,
-    reports and (in CaptchaAI's dialect) threadsinfo."""
+    """The simulated provider and its accounts: accepts each account's tasks within its thread
+    plan and answers polls, reports and (in CaptchaAI's dialect) threadsinfo."""
 
     def __init__(
         self,
@@ -91,7 +100,7 @@ class Provider:
         *,
         dialect: Dialect,
         seed: int,
-        api_key: str,
+        api_keys: Sequence[str],
         random: SharedRandom,
         faults: FaultControl,
         registry: TaskRegistry,
@@ -101,22 +110,27 @@ class Provider:
         self._config = config
         self._dialect = dialect
         self._seed = seed
-        self._api_key = api_key.lower()
+        plans = [config.threads, *(account.threads for account in config.extra_accounts)]
+        self._accounts = [
+            Account(number, ThreadPlan(threads)) for number, threads in enumerate(plans)
+        ]
+        self._accounts_by_key = {
+            key.lower(): account for key, account in zip(api_keys, self._accounts, strict=True)
+        }
         self._random = random
         self._faults = faults
         self._registry = registry
         self._counters = counters
         self._on_task_created = on_task_created
-        self._plan = ThreadPlan(config.threads)
         self._busy_answer = config.busy_answer or dialect.default_busy_answer
         self._token_lengths = TokenLengths(config.token_min_length, config.token_max_length)
-        self._actions: dict[str, Callable[[Mapping[str, str]], Answer]] = {
+        self._actions: dict[str, Callable[[Mapping[str, str], Account], Answer]] = {
             "get": self._get,
-            "getbalance": lambda _: self._balance(),
+            "getbalance": lambda _, account: self._balance(account),
             **{action: functools.partial(self._report, action=action) for action in REPORT_ACTIONS},
         }
         if dialect.answers_threadsinfo:
-            self._actions[THREADSINFO] = lambda _: self.thread_counts()
+            self._actions[THREADSINFO] = lambda _, account: self.thread_counts(account.number)
 
     def submit(self, params: Mapping[str, str]) -> Answer:
         """in.php"""
@@ -133,18 +147,19 @@ class Provider:
         """res.php, once any injected fault has been applied."""
         action = params.get("action", "")
         self._counters.add("res_actions", action if action in RES_ACTIONS else "other")
-        key_error = self._key_error(params.get("key", ""))
-        if key_error is not None:
-            return Answer.error(key_error)
+        account = self._account(params.get("key", ""))
+        if isinstance(account, str):
+            return Answer.error(account)
         if not action:
             return Answer.error(codes.ERROR_EMPTY_ACTION)
         answer_action = self._actions.get(action)
         if answer_action is None:
             return Answer.error(codes.ERROR_BAD_PARAMETERS)
-        return answer_action(params)
+        return answer_action(params, account)
 
-    def thread_counts(self) -> Answer:
-        return Answer.thread_counts(self._plan.threads, self._plan.working(time.time()))
+    def thread_counts(self, account_number: int) -> Answer:
+        plan = self._accounts[account_number].plan
+        return Answer.thread_counts(plan.threads, plan.working(time.time()))
 
     def draw_res_fault(self) -> ResFault:
         """Called once for every res.php request, before `result` (which a 5xx fault skips)."""
@@ -162,42 +177,42 @@ class Provider:
         )
 
     def _accept(self, params: Mapping[str, str]) -> Answer:
-        key_error = self._key_error(params.get("key", ""))
-        if key_error is not None:
-            return Answer.error(key_error)
-        if self._faults.current.zero_balance:
+        account = self._account(params.get("key", ""))
+        if isinstance(account, str):
+            return Answer.error(account)
+        if self._faults.current.account_has_no_balance(account.number):
             return Answer.error(codes.ERROR_ZERO_BALANCE)
         parameter_error = self._dialect.submit_error(params)
         if parameter_error is not None:
             return Answer.error(parameter_error)
         if self._random.chance(self._faults.current.in_no_slot_rate):
             return Answer.error(codes.ERROR_NO_SLOT_AVAILABLE)
-        task = self._create_task(params)
+        task = self._create_task(params, account)
         if task is None:
             return Answer.error(BUSY_CODES[self._busy_answer])
         request: str | int = int(task.task_id) if self._config.ids_as_numbers else task.task_id
         return Answer.success(request, f"OK|{task.task_id}")
 
-    def _key_error(self, key: str) -> str | None:
+    def _account(self, key: str) -> Account | str:
+        """The key's account, or the error code in.php and res.php answer for the key."""
         if API_KEY_PATTERN.fullmatch(key) is None:
             return codes.ERROR_WRONG_USER_KEY
-        if key.lower() != self._api_key:
-            return codes.ERROR_KEY_DOES_NOT_EXIST
-        return None
+        return self._accounts_by_key.get(key.lower(), codes.ERROR_KEY_DOES_NOT_EXIST)
 
-    def _create_task(self, params: Mapping[str, str]) -> Task | None:
+    def _create_task(self, params: Mapping[str, str], account: Account) -> Task | None:
         """The accepted task, or None when the thread plan has no thread for it."""
         config = self._config
         now = time.time()
         method = params["method"]
         solve_seconds = self._draw_solve_seconds() * SOLVE_TIME_FACTOR.get(method, 1.0)
-        slot = self._reserve_thread(now, config.real_seconds(solve_seconds))
+        slot = self._reserve_thread(account.plan, now, config.real_seconds(solve_seconds))
         if slot is None:
             return None
         solved = not self._random.chance(config.unsolvable_rate)
         task_id = self._registry.allocate_id(self._random.integer(1, MAX_ID_GAP))
         task = Task(
             task_id=task_id,
+            account=account.number,
             method=method,
             submitted_at=now,
             started_at=slot.starts_at,
@@ -216,9 +231,8 @@ class Provider:
         self._on_task_created(task)
         return task
 
-    def _reserve_thread(self, now: float, solve_seconds: float) -> Slot | None:
-        queue = self._busy_answer == BUSY_QUEUE
-        slot = self._plan.reserve(now, solve_seconds, queue=queue)
+    def _reserve_thread(self, plan: ThreadPlan, now: float, solve_seconds: float) -> Slot | None:
+        slot = plan.reserve(now, solve_seconds, queue=self._busy_answer == BUSY_QUEUE)
         if slot is None:
             self._counters.add("plan", "busy_refused")
         elif slot.starts_at > now:
@@ -238,10 +252,10 @@ class Provider:
             return Solution(codes.ERROR_CAPTCHA_UNSOLVABLE, REQUEST_FIELD)
         return self._dialect.solve(self._seed, task_id, params, self._token_lengths)
 
-    def _get(self, params: Mapping[str, str]) -> Answer:
+    def _get(self, params: Mapping[str, str], account: Account) -> Answer:
         if "ids" in params:
-            return self._get_many(params["ids"])
-        found = self._find(params.get("id", ""))
+            return self._get_many(params["ids"], account)
+        found = self._find(params.get("id", ""), account)
         if isinstance(found, str):
             return Answer.error(found)
         state = found.state(time.time())
@@ -249,28 +263,29 @@ class Provider:
             return Answer.solved(found.solution)
         return Answer.error(_describe(found, state))
 
-    def _get_many(self, raw_ids: str) -> Answer:
+    def _get_many(self, raw_ids: str, account: Account) -> Answer:
         task_ids = raw_ids.split(",")
         if not self._config.support_ids or not raw_ids or len(task_ids) > MAX_BATCH_IDS:
             return Answer.error(codes.ERROR_BAD_PARAMETERS)
         self._counters.add("res", "batch_requests")
         self._counters.add("res", "batch_ids", len(task_ids))
         now = time.time()
-        joined = "|".join(self._describe_id(task_id.strip(), now) for task_id in task_ids)
+        joined = "|".join(self._describe_id(task_id.strip(), account, now) for task_id in task_ids)
         return Answer.success(joined, joined)
 
-    def _describe_id(self, raw_id: str, now: float) -> str:
-        found = self._find(raw_id)
+    def _describe_id(self, raw_id: str, account: Account, now: float) -> str:
+        found = self._find(raw_id, account)
         if isinstance(found, str):
             return found
         return _describe(found, found.state(now))
 
-    def _balance(self) -> Answer:
-        balance = 0.0 if self._faults.current.zero_balance else self._config.balance
+    def _balance(self, account: Account) -> Answer:
+        no_balance = self._faults.current.account_has_no_balance(account.number)
+        balance = 0.0 if no_balance else self._config.balance
         return Answer.success(str(balance), str(balance))
 
-    def _report(self, params: Mapping[str, str], action: str) -> Answer:
-        found = self._find(params.get("id", ""))
+    def _report(self, params: Mapping[str, str], account: Account, action: str) -> Answer:
+        found = self._find(params.get("id", ""), account)
         if isinstance(found, str):
             return Answer.error(found)
         if not self._registry.record_report(found.task_id, action, time.time()):
@@ -278,11 +293,15 @@ class Provider:
         logger.info("task %s: %s recorded", found.task_id, action)
         return Answer.success(codes.OK_REPORT_RECORDED, codes.OK_REPORT_RECORDED)
 
-    def _find(self, raw_id: str) -> Task | str:
-        """The task, or the error code that res.php answers for this id."""
+    def _find(self, raw_id: str, account: Account) -> Task | str:
+        """The account's task, or the error code that res.php answers for this id (another
+        account's task is as unknown as one never submitted)."""
         if TASK_ID_PATTERN.fullmatch(raw_id) is None:
             return codes.ERROR_WRONG_ID_FORMAT
-        return self._registry.get(raw_id) or codes.ERROR_WRONG_CAPTCHA_ID
+        task = self._registry.get(raw_id)
+        if task is None or task.account != account.number:
+            return codes.ERROR_WRONG_CAPTCHA_ID
+        return task
 
 
 def _describe(task: Task, state: TaskState) -> str:

@@ -46,6 +46,11 @@ class Simulator(Service):
         self.seed = self.config.seed if self.config.seed is not None else secrets.randbits(32)
         self._random = SharedRandom(self.seed)
         self.api_key = self.config.api_key or self._random.hex_key()
+        # Every account's key: the first is `api_key`, then `extra_accounts`' in their order.
+        self.api_keys = [
+            self.api_key,
+            *(account.api_key or self._random.hex_key() for account in self.config.extra_accounts),
+        ]
         self._faults = FaultControl(self.config.faults)
         self._counters = Counters()
         self._registry = TaskRegistry(first_id=self._random.integer(*FIRST_TASK_ID_RANGE))
@@ -56,7 +61,7 @@ class Simulator(Service):
             self.config,
             dialect=dialect_named(self.config.dialect),
             seed=self.seed,
-            api_key=self.api_key,
+            api_keys=self.api_keys,
             random=self._random,
             faults=self._faults,
             registry=self._registry,
@@ -139,9 +144,9 @@ class Simulator(Service):
         """The id of every task accepted so far (cheap: for callers that need no more)."""
         return self._registry.task_ids()
 
-    def threads_info(self) -> dict[str, object]:
-        """The plan's threads and those solving now, as res.php's threadsinfo answers them."""
-        return dict(self._provider.thread_counts().body)
+    def threads_info(self, account: int = 0) -> dict[str, object]:
+        """An account's threads and those solving now, as res.php's threadsinfo answers them."""
+        return dict(self._provider.thread_counts(account).body)
 
     def stats(self) -> dict[str, dict[str, int]]:
         """Request and pingback counters (the body of GET /_sim/stats)."""

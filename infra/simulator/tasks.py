@@ -42,6 +42,7 @@ class Task:
     starts when it gets a thread of the plan (later than its submit when it was queued)."""
 
     task_id: str
+    account: int
     method: str
     submitted_at: float
     started_at: float
@@ -73,6 +74,7 @@ class Task:
     def to_json(self, now: float) -> dict[str, Any]:
         return {
             "id": self.task_id,
+            "account": self.account,
             "method": self.method,
             "submitted_at": self.submitted_at,
             "started_at": self.started_at,

@@ -769,3 +769,30 @@ def test_a_backlog_beyond_the_limit_yields_the_most_overdue_whatever_their_shard
         submit(store, task_id, first_poll=first_poll)
     due = store.due_tasks(now=9000.0, limit=5)
     assert [task.task_id for task in due] == [str(5000 + n) for n in range(5)]
+
+
+def test_a_task_keeps_its_provider_account_and_older_tasks_read_as_account_1(
+    store: TaskStore,
+) -> None:
+    # Given a task submitted through account "b" and one through account 1 (no field)
+    store.record_submission(
+        NewTask(
+            "700",
+            REQUEST,
+            1000.0,
+            1120.0,
+            nonce=nonce_for("700"),
+            owner=OWNER,
+            provider_account="b",
+        )
+    )
+    submit(store, "701")
+
+    # When the result lands and the poller reads the accounts of its due tasks (one unknown)
+    store.record_result(solved("700"))
+    accounts = store.provider_accounts_of(["700", "701", "702"])
+
+    # Then each task reads as its own account; an unknown id as account 1
+    assert accounts == {"700": "b", "701": None, "702": None}
+    found = store.get("700")
+    assert found is not None and found.provider_account == "b"

@@ -60,6 +60,10 @@ def stack(
         template=TEMPLATE_PATH,
         provider_url=simulator.base_url,
         provider_api_key=simulator.api_key,
+        # The simulator's other accounts: the stack's accounts "2", "3"... (ProviderExtraAccounts)
+        provider_account_keys={
+            str(number): key for number, key in enumerate(simulator.api_keys[1:], start=2)
+        },
         run_dir=tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]),
         **request.module.STACK_OPTIONS,
     )

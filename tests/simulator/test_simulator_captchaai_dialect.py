@@ -189,3 +189,31 @@ def test_the_2captcha_dialect_keeps_its_own_shapes(start_simulator):
         "request": "ERROR_BAD_PARAMETERS",
     }
     assert client.submit(json=1, method="lemin").json()["request"] == "ERROR_BAD_PARAMETERS"
+
+
+def test_each_account_has_its_own_key_plan_tasks_and_balance(start_simulator):
+    client = start_simulator(extra_accounts=[{"threads": 1}], solve_time=TWO_SECONDS)
+    first_key, second_key = client.simulator.api_keys
+    second_task = client.submit_id(key=second_key)
+
+    second_busy = client.submit(json=1, key=second_key).json()
+    first_accepts = client.submit(json=1, key=first_key).json()
+    seen_by_first = client.res_json(action="get", id=second_task)
+    batch_by_first = client.res_json(action="get", ids=second_task)
+    seen_by_second = client.res_json(action="get", id=second_task, key=second_key)
+    client.simulator.update_faults(zero_balance_accounts=[0])
+
+    assert first_key == client.api_key != second_key
+    assert client.truth(second_task)["account"] == 1
+    assert second_busy == {"status": 0, "request": "ERROR_ZERO_BALANCE"}
+    assert first_accepts["status"] == 1
+    assert seen_by_first == {"status": 0, "request": "ERROR_WRONG_CAPTCHA_ID"}
+    assert batch_by_first == {"status": 1, "request": "ERROR_WRONG_CAPTCHA_ID"}
+    assert seen_by_second == {"status": 0, "request": "CAPCHA_NOT_READY"}
+    assert client.res_json(action="threadsinfo", key=second_key) == {
+        "threads": 1,
+        "working_threads": 1,
+    }
+    assert client.submit(json=1).json() == {"status": 0, "request": "ERROR_ZERO_BALANCE"}
+    assert client.res_json(action="getbalance") == {"status": 1, "request": "0.0"}
+    assert client.res_json(action="getbalance", key=second_key)["request"] == "10.0"

@@ -198,6 +198,13 @@ def test_context_manager_starts_and_stops():
         {"token_min_length": 5000},
         {"seed": True},
         {"retention": 10},
+        {"dialect": "anticaptcha"},
+        {"threads": 0},
+        {"busy_answer": "wait"},
+        {"requests_per_second": 0.5},
+        {"extra_accounts": [{"threads": 0}]},
+        {"extra_accounts": [{"api_key": "ab" * 16}], "api_key": "AB" * 16},
+        {"faults": {"zero_balance_accounts": [-1]}},
     ],
 )
 def test_invalid_config_is_rejected(values):
@@ -252,6 +259,7 @@ def test_cli_prints_one_ready_line_and_stops_on_sigterm(tmp_path):
         process.communicate()
 
     assert ready["api_key"] == "ab" * 16
+    assert ready["api_keys"] == ["ab" * 16]
     assert ready["base_url"].startswith("http://127.0.0.1:")
     assert balance.text == "3.25"
 

@@ -147,6 +147,7 @@ EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
     },
     "ReportFunction": {
         "dynamodb:UpdateItem": {TABLE},
+        "dynamodb:GetItem": {TABLE},
         "ssm:GetParameter": {"ProviderApiKeyParameterName"},
     },
     "CallbackFunction": {
@@ -592,7 +593,7 @@ def test_the_poller_starts_its_helpers_through_a_policy_of_its_own(
 ) -> None:
     """In the role's own Policies, a reference to PollerFunction is a circular dependency that
     CloudFormation refuses; as an AWS::IAM::Policy attached to the role it is not. The helpers'
-    leases are the only items the poller may batch-read."""
+    leases, and tasks' accounts, are the only items the poller may batch-read."""
     policy = resources["PollerStartsHelpersPolicy"]
     assert policy["Type"] == "AWS::IAM::Policy"
     assert policy["Condition"] == "PollerHasHelpers"
@@ -604,14 +605,16 @@ def test_the_poller_starts_its_helpers_through_a_policy_of_its_own(
     assert statement["Resource"] == {"Fn::GetAtt": ["PollerFunction", "Arn"]}
     role_policies = json.dumps(resources["PollerFunctionRole"]["Properties"]["Policies"])
     assert "PollerFunction.Arn" not in role_policies and '"PollerFunction"' not in role_policies
-    (batch,) = [
+    leases, accounts = [
         statement
         for statement in role_statements(resources, "PollerFunction")
         if statement["Action"] == "dynamodb:BatchGetItem"
     ]
-    assert batch["Condition"] == {
+    assert leases["Condition"] == {
         "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["#poller-lease#*"]}
     }
+    # The due tasks' provider accounts (several accounts): task items only, never a "#" item.
+    assert accounts["Condition"] == {"ForAllValues:StringNotLike": {"dynamodb:LeadingKeys": ["#*"]}}
     environment = functions(resources)["PollerFunction"]["Properties"]["Environment"]["Variables"]
     assert environment["POLLER_HELPERS"] == {"Ref": "PollerHelpers"}
 
@@ -643,7 +646,8 @@ def test_api_key_parameter_arn_is_built_from_its_name(
         "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}"
         ":parameter${ProviderApiKeyParameterName}"
     )
-    assert statement["Resource"] == {"Fn::Sub": expected}
+    # Account 1's key, and the extra accounts' keys beside it (ProviderExtraAccounts).
+    assert statement["Resource"] == [{"Fn::Sub": expected}, {"Fn::Sub": f"{expected}-*"}]
     # The ARN above is only right for names with a leading slash.
     assert template["Parameters"]["ProviderApiKeyParameterName"]["AllowedPattern"].startswith("^/")
 

@@ -9,7 +9,7 @@ contract.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from pingback_guard.data.capabilities import PingbackUrls
@@ -66,6 +66,9 @@ class DynamoDbTaskStore:
 
     def get(self, task_id: str) -> Task | None:
         return self._tasks.get(task_id)
+
+    def provider_accounts_of(self, task_ids: Sequence[str]) -> dict[str, str | None]:
+        return self._tasks.provider_accounts_of(task_ids)
 
     def record_pingback_url(self, issued: IssuedPingbackUrl) -> None:
         self._pingback_urls.record_pingback_url(issued)

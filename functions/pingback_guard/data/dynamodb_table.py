@@ -7,7 +7,7 @@ back with the refusal (ReturnValuesOnConditionCheckFailure=ALL_OLD): no read, no
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ UNAVAILABLE_ERROR_CODES = frozenset(
         "LimitExceededException",
     }
 )
+BATCH_GET_KEYS = 100
 # Not tasks: task ids are digits, so keys starting with "#" never collide with one and no route
 # reads them (the poller's lease, the pingback URLs' items).
 NON_TASK_KEY_PREFIX = "#"
@@ -145,6 +146,24 @@ class ItemTable:
             request["ReturnValues"] = "ALL_NEW"
         answer = self.call("UpdateItem", self.client.update_item, **request)
         return item_to_python(answer.get("Attributes") or {})
+
+    def batch_get(self, keys: Sequence[str], projection: str) -> Iterator[dict[str, Any]]:
+        """The items of these keys that exist (eventually consistent), ``projection`` only.
+        BatchGetItem reads at most 100 keys a request, and keys it did not get to (throttling)
+        are asked again at once:
+        https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html"""
+        every = [{"task_id": {"S": key}} for key in keys]
+        for start in range(0, len(every), BATCH_GET_KEYS):
+            wanted = every[start : start + BATCH_GET_KEYS]
+            while wanted:
+                answer = self.call(
+                    "BatchGetItem",
+                    self.client.batch_get_item,
+                    RequestItems={self.name: {"Keys": wanted, "ProjectionExpression": projection}},
+                )
+                for raw in answer.get("Responses", {}).get(self.name, []):
+                    yield item_to_python(raw)
+                wanted = answer.get("UnprocessedKeys", {}).get(self.name, {}).get("Keys", [])
 
     @staticmethod
     def call(operation: str, send: Callable[..., Any], **request: Any) -> Any:

@@ -15,15 +15,11 @@ from pingback_guard.data.dynamodb_table import (
     ConditionRefused,
     ItemTable,
     float_or_none,
-    item_to_python,
     values,
 )
 from pingback_guard.domain.lease import HelperLoad
 
 HELPER_LEASE_PREFIX = NON_TASK_KEY_PREFIX + "poller-lease#"
-# BatchGetItem reads at most 100 keys a request:
-# https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html
-BATCH_GET_KEYS = 100
 
 
 def helper_lease_key(group: int) -> str:
@@ -69,25 +65,8 @@ class PollerHelperLeases:
         return live
 
     def _items(self, groups: int) -> Iterator[dict[str, object]]:
-        keys = [{"task_id": {"S": helper_lease_key(group)}} for group in range(1, groups + 1)]
-        for start in range(0, len(keys), BATCH_GET_KEYS):
-            wanted = keys[start : start + BATCH_GET_KEYS]
-            while wanted:
-                answer = self._table.call(
-                    "BatchGetItem",
-                    self._table.client.batch_get_item,
-                    RequestItems={
-                        self._table.name: {
-                            "Keys": wanted,
-                            "ProjectionExpression": "task_id, lease_until, load_seconds",
-                        }
-                    },
-                )
-                for raw in answer.get("Responses", {}).get(self._table.name, []):
-                    yield item_to_python(raw)
-                # Keys DynamoDB did not get to this time are read again at once: at most a
-                # hundred small items, so only throttling leaves any.
-                wanted = answer.get("UnprocessedKeys", {}).get(self._table.name, {}).get("Keys", [])
+        keys = [helper_lease_key(group) for group in range(1, groups + 1)]
+        return self._table.batch_get(keys, "task_id, lease_until, load_seconds")
 
     def _update_if_holder(self, group: int, holder: str, update: str, **kept: object) -> None:
         try:

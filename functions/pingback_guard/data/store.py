@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Protocol
 
 from pingback_guard.domain.lease import HelperLoad, PollerLease
@@ -72,6 +72,10 @@ class TaskStore(Protocol):
         False when it was no longer PENDING."""
 
     def get(self, task_id: str) -> Task | None: ...
+
+    def provider_accounts_of(self, task_ids: Sequence[str]) -> dict[str, str | None]:
+        """Each task's provider account (None: account 1), read in batches (the poller's, with
+        more than one account: the due index does not hold it)."""
 
     def due_tasks(
         self, now: float, limit: int, shards: Collection[int] | None = None

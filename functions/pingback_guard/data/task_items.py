@@ -48,4 +48,5 @@ def task_from_item(item: Mapping[str, Any]) -> Task:
         rivals={str(nonce): str(owner) for nonce, owner in dict(item.get("rivals") or {}).items()},
         forward_url=text_or_none(item.get("forward_url")),
         user_agent=text_or_none(item.get("solver_user_agent")),
+        provider_account=text_or_none(item.get("provider_account")),
     )

@@ -3,11 +3,11 @@ synthetic tasks, written PENDING with the due index's keys."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pingback_guard.data.due_index import due_shard_of
-from pingback_guard.data.dynamodb_table import ConditionRefused, ItemTable, values
+from pingback_guard.data.dynamodb_table import ConditionRefused, ItemTable, text_or_none, values
 from pingback_guard.data.task_items import RESULT_ATTRIBUTES, task_from_item
 from pingback_guard.domain.task import (
     NewTask,
@@ -33,6 +33,13 @@ class TaskRecords:
     def get(self, task_id: str) -> Task | None:
         item = self._table.get_item(task_id)
         return task_from_item(item) if item else None
+
+    def provider_accounts_of(self, task_ids: Sequence[str]) -> dict[str, str | None]:
+        """Each task's provider account (None: account 1, or a task no longer there)."""
+        accounts: dict[str, str | None] = dict.fromkeys(task_ids)
+        for item in self._table.batch_get(task_ids, "task_id, provider_account"):
+            accounts[str(item["task_id"])] = text_or_none(item.get("provider_account"))
+        return accounts
 
     def record_submission(self, task: NewTask) -> SubmissionOutcome:
         """This stack's own submit: it made the URL the provider holds, so its record replaces a
@@ -256,9 +263,9 @@ class TaskRecords:
 
 def _identity(task: NewTask) -> tuple[str, dict[str, object]]:
     """The SET clause and values of a task's origin and whether its result is forwarded, and its
-    nonce, owner and forward URL when it has them. `pingback_forward` goes into the result event
-    (the URL never does): the forward rule skips "no"; a task written before it existed has none
-    and is still offered to the forwarder."""
+    nonce, owner, forward URL and provider account (none: account 1) when it has them.
+    `pingback_forward` goes into the result event (the URL never does): the forward rule skips
+    "no"; a task written before it existed has none and is still offered to the forwarder."""
     clause = ", #origin = :origin, pingback_forward = :pingback_forward"
     identity: dict[str, object] = {
         "origin": task.origin.value,
@@ -273,6 +280,9 @@ def _identity(task: NewTask) -> tuple[str, dict[str, object]]:
     if task.forward_url is not None:
         clause += ", forward_url = :forward_url"
         identity["forward_url"] = task.forward_url
+    if task.provider_account is not None:
+        clause += ", provider_account = :provider_account"
+        identity["provider_account"] = task.provider_account
     return clause, identity
 
 

@@ -95,3 +95,8 @@ class ForwardFailedError(PingbackGuardError):
 class PollerWakeError(PingbackGuardError):
     """The poller could not be started now (throttled, refused, unreachable): the schedule's
     next invocation is the net."""
+
+
+class ProviderThreadsBusyError(ProviderRetryableError):
+    """Every provider account's threads are in use (threadsinfo, or the provider's own busy
+    refusal): nothing was sent, so the submit may be sent again later."""

@@ -312,6 +312,8 @@ class NewTask:
     owner: str | None = None
     origin: TaskOrigin = TaskOrigin.SUBMIT
     forward_url: str | None = None
+    # The provider account it was submitted through (None: account 1; logic/accounts.py).
+    provider_account: str | None = None
 
 
 @dataclass(frozen=True)
@@ -351,6 +353,8 @@ class DueTask:
     poll_attempts: int
     last_checked_at: float | None = None
     method: str | None = None
+    # Read from the task's item when the stack has more than one provider account.
+    provider_account: str | None = None
 
 
 @dataclass(frozen=True)
@@ -379,6 +383,8 @@ class Task:
     forward_url: str | None = None
     # The solver's browser the token is bound to, when the provider sent it.
     user_agent: str | None = None
+    # The provider account it is read through (None: account 1; logic/accounts.py).
+    provider_account: str | None = None
 
     @property
     def finished_at_earliest(self) -> float | None:

@@ -27,8 +27,14 @@ from pingback_guard.logic.compat_submit import CompatSubmit
 from pingback_guard.logic.key_threads import KeyThreads
 from pingback_guard.logic.request_budgets import Endpoint
 from pingback_guard.logic.worker_keys import WorkerKeys
-from pingback_guard.observability import instrumented, logger, metrics
-from pingback_guard.provider.configured_client import single_attempt_client
+from pingback_guard.observability import (
+    count_provider_threads_busy,
+    instrumented,
+    logger,
+    metrics,
+    note_provider_account_refused,
+)
+from pingback_guard.provider.configured_client import provider_accounts
 from pingback_guard.settings.compat_submit import CompatSubmitSettings
 
 settings = CompatSubmitSettings.from_env(os.environ)
@@ -39,7 +45,15 @@ service = CompatSubmit(
     # One provider request per in.php request: the key's budget counts provider requests, and
     # the worker's client retries (a 503 ERROR_NO_SLOT_AVAILABLE) within it.
     submit_service(
-        settings.submit, pingbacks, dynamodb, single_attempt_client(settings.submit.provider)
+        settings.submit,
+        pingbacks,
+        dynamodb,
+        provider_accounts(
+            settings.submit.provider,
+            single_attempt=True,
+            on_threads_busy=count_provider_threads_busy,
+            on_account_refused=note_provider_account_refused,
+        ),
     ),
     budget=key_budget(settings.budget, Endpoint.IN_PHP, dynamodb),
     threads=KeyThreads(DynamoDbKeyThreads(dynamodb, settings.budget.table_name)),

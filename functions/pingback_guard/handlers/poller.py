@@ -23,7 +23,7 @@ from pingback_guard.observability import (
     token_stored,
     tracer,
 )
-from pingback_guard.provider.configured_client import captchaai_client
+from pingback_guard.provider.configured_client import provider_accounts
 from pingback_guard.provider.traced import TracedProvider
 from pingback_guard.settings.poller import PollerSettings, clamped_poller_settings
 from pingback_guard.wake.poller import LambdaPollerWaker
@@ -61,8 +61,10 @@ def _helper_start_failed(reason: str) -> None:
 
 service = PollerService(
     store,
-    TracedProvider(
-        captchaai_client(provider, connections=settings.policy.request_workers), tracer.provider
+    provider_accounts(
+        provider,
+        connections=settings.policy.request_workers,
+        wrap=lambda client: TracedProvider(client, tracer.provider),
     ),
     settings.policy,
     SolveTimes(default_seconds=settings.expected_solve_seconds),

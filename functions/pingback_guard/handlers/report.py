@@ -28,13 +28,13 @@ from pingback_guard.handlers.responses import (
 from pingback_guard.handlers.services.tasks import report_service
 from pingback_guard.logic.report import InvalidReportError, parse_report
 from pingback_guard.observability import instrumented, logger, metrics
-from pingback_guard.provider.configured_client import captchaai_client
+from pingback_guard.provider.configured_client import provider_accounts
 from pingback_guard.settings.worker_tasks import ReportSettings
 
 settings = ReportSettings.from_env(os.environ)
 service = report_service(
     settings.table,
-    captchaai_client(settings.provider),
+    provider_accounts(settings.provider),
     settings.report_window_seconds,
     settings.admin_principal_arn,
     aws_clients.dynamodb_client(),

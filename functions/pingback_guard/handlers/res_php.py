@@ -29,7 +29,7 @@ from pingback_guard.logic.key_threads import KeyThreads
 from pingback_guard.logic.request_budgets import Endpoint
 from pingback_guard.logic.worker_keys import WorkerKeys
 from pingback_guard.observability import instrumented, logger, metrics
-from pingback_guard.provider.configured_client import ProviderOnFirstUse, captchaai_client
+from pingback_guard.provider.configured_client import accounts_on_first_use
 from pingback_guard.settings.compat_result import CompatResultSettings
 
 settings = CompatResultSettings.from_env(os.environ)
@@ -41,7 +41,7 @@ service = CompatResults(
     report_service(
         reads.table,
         # Made at the first reportgood/reportbad: most requests are gets, which never need it.
-        ProviderOnFirstUse(lambda: captchaai_client(reads.provider)),
+        accounts_on_first_use(reads.provider),
         settings.report_window_seconds,
         reads.admin_principal_arn,
         dynamodb,

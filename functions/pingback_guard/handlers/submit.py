@@ -31,14 +31,27 @@ from pingback_guard.handlers.services.submit import submit_service
 from pingback_guard.kinds.json_fields import request_from_json
 from pingback_guard.kinds.registry import MAX_REQUEST_BYTES, InvalidFieldError
 from pingback_guard.logic.pacing import paced
-from pingback_guard.observability import instrumented, logger, metrics
-from pingback_guard.provider.configured_client import captchaai_client
+from pingback_guard.observability import (
+    count_provider_threads_busy,
+    instrumented,
+    logger,
+    metrics,
+    note_provider_account_refused,
+)
+from pingback_guard.provider.configured_client import provider_accounts
 from pingback_guard.settings.submit import SubmitSettings
 
 settings = SubmitSettings.from_env(os.environ)
 pingbacks = PingbackIssuer(settings.pingbacks)
 service = submit_service(
-    settings, pingbacks, aws_clients.dynamodb_client(), captchaai_client(settings.provider)
+    settings,
+    pingbacks,
+    aws_clients.dynamodb_client(),
+    provider_accounts(
+        settings.provider,
+        on_threads_busy=count_provider_threads_busy,
+        on_account_refused=note_provider_account_refused,
+    ),
 )
 
 

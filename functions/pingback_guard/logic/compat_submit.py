@@ -9,6 +9,7 @@ from pingback_guard.domain.errors import (
     PingbackGuardError,
     ProviderAccountError,
     ProviderRejectedError,
+    ProviderThreadsBusyError,
     StoreError,
     TaskNotRecordedError,
 )
@@ -161,6 +162,9 @@ class CompatSubmit:
         """The submit, its thread (``token``) kept by its task or freed when it made none."""
         try:
             task = self._service.submit(request, issue_pingback(), holder.owner, forward_url)
+        except ProviderThreadsBusyError:
+            self._free_thread(holder, token, None)
+            return self._provider_busy(holder)
         except PingbackGuardError as error:
             self._free_thread(holder, token, None)
             return _submit_failure(error)
@@ -168,6 +172,18 @@ class CompatSubmit:
         return Outcome(
             ProtocolAnswer.ok(task.task_id, f"OK|{task.task_id}"), Event.SUBMITTED, task.task_id
         )
+
+    def _provider_busy(self, holder: KeyHolder) -> Outcome:
+        """Every provider account's threads in use: the key's own client is told "busy" as it
+        reads it (and threadsinfo shows it busy, for CaptchaAI's SDK), never an outage."""
+        answers = BUSY_ANSWERS[holder.dialect]
+        if self._threads is not None and answers.threadsinfo_shows_busy:
+            try:
+                self._threads.refused_busy(holder)
+            except StoreError:
+                return Outcome(UNAVAILABLE, Event.STORE_UNAVAILABLE)
+        busy = ProtocolAnswer.error(answers.no_thread)
+        return Outcome(busy, Event.PROVIDER_UNAVAILABLE, key_id=holder.key_id)
 
     def _free_thread(self, holder: KeyHolder, token: str | None, task_id: str | None) -> None:
         """The thread passes to the task, or is freed; a store failure leaves it to its lease."""

@@ -23,6 +23,7 @@ from pingback_guard.domain.task import (
 )
 from pingback_guard.kinds.registry import kind_of, parse_answer
 from pingback_guard.logic.access import Access, access_of
+from pingback_guard.logic.accounts import ProviderAccounts, as_accounts
 from pingback_guard.logic.pacing import MIN_RETRY_AFTER_SECONDS, paced
 from pingback_guard.logic.poll_schedule import (
     KEEP_SWEEPING_AFTER_WORK_SECONDS,
@@ -182,7 +183,7 @@ class TaskQuery:
     def __init__(
         self,
         store: TaskStore,
-        provider: ProviderClient | None = None,
+        provider: ProviderClient | ProviderAccounts | None = None,
         policy: ReadThroughPolicy | None = None,
         admin_principal_arn: str = "",
         clock: Callable[[], float] = time.time,
@@ -191,7 +192,7 @@ class TaskQuery:
         """``poller``: whether a poller invocation sweeps (None: never known to, as on a
         stack whose poller is idle)."""
         self._store = store
-        self._provider = provider
+        self._accounts = None if provider is None else as_accounts(provider)
         self._policy = policy
         self._poller = poller
         self._admin = admin_principal_arn
@@ -213,11 +214,11 @@ class TaskQuery:
         if access is Access.CLAIM:
             return Lookup(task.claim_view())
         # A smoke task's id was never the provider's: never checked there, nothing learned.
-        if self._provider is None or self._policy is None or task.origin is TaskOrigin.SMOKE:
+        if self._accounts is None or self._policy is None or task.origin is TaskOrigin.SMOKE:
             return Lookup(worker_view(task, now))
         self._learn(task, self._policy.solve_times)
         sweeping = self._poller_sweeping(task, now)
-        found = self._checked(task, now, self._provider, self._policy, sweeping)
+        found = self._checked(task, now, self._accounts, self._policy, sweeping)
         # Any read-through outcome means a check was made or claimed just now.
         checked = found.read_through is not None
         next_check_at = self._policy.next_check_at(task, now, checked, sweeping)
@@ -237,13 +238,15 @@ class TaskQuery:
         self,
         task: Task,
         now: float,
-        provider: ProviderClient,
+        accounts: ProviderAccounts,
         policy: ReadThroughPolicy,
         sweeping: bool,
     ) -> Lookup:
+        """Read through the provider account the task was submitted through, only."""
         if not policy.is_due(task, now, sweeping):
             return Lookup(worker_view(task, now))
         try:
+            provider = accounts.client_for(task.provider_account)
             return self._read_through(task, now, provider, policy)
         except ProviderAccountError as error:
             view = worker_view(task, now)

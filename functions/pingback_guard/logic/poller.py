@@ -38,6 +38,8 @@ from pingback_guard.domain.task import (
     DueTask,
 )
 from pingback_guard.kinds.registry import polled_alone
+from pingback_guard.logic.accounts import ProviderAccounts, UnknownAccountError, as_accounts
+from pingback_guard.logic.poll_accounts import by_account, with_accounts
 from pingback_guard.logic.poll_final_writes import FinalWrite, FinalWrites, final_write
 from pingback_guard.logic.poll_schedule import (
     KEEP_SWEEPING_AFTER_WORK_SECONDS,
@@ -63,7 +65,7 @@ class PollerService:
     def __init__(
         self,
         store: TaskStore,
-        provider: ProviderClient,
+        provider: ProviderClient | ProviderAccounts,
         policy: PollPolicy,
         solve_times: SolveTimes,
         *,
@@ -80,7 +82,9 @@ class PollerService:
         self._cpu_clock = cpu_clock
         # The helper group this invocation sweeps; None: it holds the main lease.
         self._group: int | None = None
-        self._provider = provider
+        self._accounts = as_accounts(provider)
+        # Accounts that refused this sweep (with several; one account's refusal stops the sweep).
+        self._refused_accounts: set[str | None] = set()
         self._policy = policy
         self._solve_times = solve_times
         self._clock = clock
@@ -246,6 +250,12 @@ class PollerService:
         report.oldest_due_seconds = max((now - task.due_at for task in pending), default=0.0)
         batched = sum(not polled_alone(task.method) for task in pending)
         pending += self._riders(now, batched, waiting, remaining_seconds, shards)
+        try:
+            pending = with_accounts(pending, self._accounts, self._store)
+        except StoreError:
+            report.store_errors += 1
+            return report
+        self._refused_accounts.clear()
         self._ask_all(self._requests_for(pending, now), now, remaining_seconds, report)
         # As many due tasks as a sweep may check: more were left due behind them.
         full = len(due) >= self._policy.max_tasks_per_sweep
@@ -272,9 +282,14 @@ class PollerService:
                 asking = self._may_ask(started, remaining_seconds, report)
                 if asking:
                     batch = queue.pop(0)
+                    if batch[0].provider_account in self._refused_accounts:
+                        continue
                     report.requests += 1
                     task_ids = [task.task_id for task in batch]
-                    in_flight[self._askers.submit(self._provider.get_results, task_ids)] = batch
+                    ask = self._accounts.client_for(batch[0].provider_account).get_results
+                    in_flight[self._askers.submit(ask, task_ids)] = batch
+            if not in_flight:
+                break
             done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
             for future in done:
                 batch = in_flight.pop(future)
@@ -328,6 +343,13 @@ class PollerService:
             self._batching_paused_until = now + self._policy.batch_probe_seconds
             queue[:] = [[task] for group in [batch, *queue] for task in group]
             return None
+        if isinstance(error, UnknownAccountError) or (
+            isinstance(error, ProviderAccountError) and self._accounts.has_several
+        ):
+            # This account's tasks wait for its recovery; the other accounts' are asked.
+            self._refused_accounts.add(batch[0].provider_account)
+            report.retryable_errors += 1
+            return {}
         if isinstance(error, ProviderAccountError):
             report.account_error = str(error)
             return None
@@ -434,8 +456,11 @@ class PollerService:
         never checked until the provider had forgotten them)."""
         size = self._policy.ids_per_request if now >= self._batching_paused_until else 1
         ordered = sorted(tasks, key=lambda task: task.due_at)
-        batchable = [task for task in ordered if not polled_alone(task.method)]
-        batches = [batchable[start : start + size] for start in range(0, len(batchable), size)]
+        batches = [
+            group[start : start + size]
+            for group in by_account(task for task in ordered if not polled_alone(task.method))
+            for start in range(0, len(group), size)
+        ]
         alone = [[task] for task in ordered if polled_alone(task.method)]
         return sorted(batches + alone, key=lambda request: request[0].due_at)
 

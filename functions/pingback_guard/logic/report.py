@@ -25,6 +25,7 @@ from pingback_guard.domain.errors import (
     StoreError,
 )
 from pingback_guard.domain.task import ReportAttempt, ReportClaim, ReportVerdict
+from pingback_guard.logic.accounts import ProviderAccounts, UnknownAccountError, as_accounts
 from pingback_guard.provider.client import ProviderClient
 
 # Longer than the one provider call can take inside the function's timeout.
@@ -51,14 +52,14 @@ class ReportService:
     def __init__(
         self,
         store: TaskStore,
-        provider: ProviderClient,
+        provider: ProviderClient | ProviderAccounts,
         window_seconds: float,
         *,
         admin_principal_arn: str = "",
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
-        self._provider = provider
+        self._accounts = as_accounts(provider)
         self._window_seconds = window_seconds
         self._admin_principal_arn = admin_principal_arn
         self._clock = clock
@@ -83,7 +84,8 @@ class ReportService:
         if claim is not ReportClaim.CLAIMED:
             return claim
         try:
-            self._provider.report(task_id, good=verdict is ReportVerdict.GOOD)
+            provider = self._account_of(task_id)
+            provider.report(task_id, good=verdict is ReportVerdict.GOOD)
         except PingbackGuardError as error:
             if not _may_have_reached_provider(error):
                 self._release(task_id, claimed_at)
@@ -92,6 +94,14 @@ class ReportService:
             raise _final(error) from None
         self._confirm(task_id, claimed_at)
         return claim
+
+    def _account_of(self, task_id: str) -> ProviderClient:
+        """The report goes to the account the task was submitted through: with one account,
+        that one; with several, the task's item says which (one read after the claim)."""
+        if not self._accounts.has_several:
+            return self._accounts.primary
+        task = self._store.get(task_id)
+        return self._accounts.client_for(None if task is None else task.provider_account)
 
     def _confirm(self, task_id: str, claimed_at: float) -> None:
         """The provider has it. Unconfirmed (the table down), the claim lapses after the lease;
@@ -108,7 +118,10 @@ class ReportService:
 
 def _may_have_reached_provider(error: PingbackGuardError) -> bool:
     """False only for a report that surely never left: no connection made (the client's
-    ``resend_is_safe``), or no provider call at all (the API key unreadable)."""
+    ``resend_is_safe``), or no provider call at all (the API key unreadable, the task's
+    account not configured)."""
+    if isinstance(error, UnknownAccountError):
+        return False
     if isinstance(error, ProviderRetryableError):
         return bool(error.code) or not error.resend_is_safe
     return isinstance(error, ProviderError)

@@ -15,6 +15,7 @@ from pingback_guard.domain.errors import (
 from pingback_guard.domain.task import CaptchaRequest, NewTask, SubmissionOutcome, TaskOrigin
 from pingback_guard.kinds.registry import expected_solve_seconds
 from pingback_guard.logic import capability
+from pingback_guard.logic.accounts import ProviderAccounts, as_accounts
 from pingback_guard.logic.pacing import MIN_RETRY_AFTER_SECONDS
 from pingback_guard.logic.poll_schedule import first_poll_delay
 from pingback_guard.provider.client import ProviderClient
@@ -58,6 +59,7 @@ class PendingTasks:
         forward_url: str | None = None,
         *,
         origin: TaskOrigin = TaskOrigin.SUBMIT,
+        provider_account: str | None = None,
     ) -> NewTask:
         now = self.clock()
         first_check_after = first_poll_delay(
@@ -73,6 +75,7 @@ class PendingTasks:
             owner=owner,
             forward_url=forward_url,
             origin=origin,
+            provider_account=provider_account,
         )
 
     def first_look_at(self, task: NewTask) -> float:
@@ -90,7 +93,7 @@ class SubmitService:
     def __init__(
         self,
         store: TaskStore,
-        provider: ProviderClient,
+        provider: ProviderClient | ProviderAccounts,
         dead_letters: DeadLetterQueue,
         pending: PendingTasks,
         *,
@@ -102,7 +105,7 @@ class SubmitService:
         """``after_recorded``: called once a task is in the table (logic/poller_wake.py starts
         the poller there); it must not raise."""
         self._store = store
-        self._provider = provider
+        self._accounts = as_accounts(provider)
         self._dead_letters = dead_letters
         self.pending = pending
         self._sleep = sleep
@@ -123,14 +126,17 @@ class SubmitService:
         submit's URL). Only when the table and the dead-letter queue both refuse does the caller
         get an error, and that error carries the provider's task id. ``forward_url``: the
         worker's own pingback URL (in.php's ``pingback``), kept with the task for the result's
-        forward.
+        forward. The task goes to a provider account with a free thread (logic/accounts.py)
+        and records it.
         """
+        submitted = self._accounts.submit(request, pingback.url)
         task = self.pending.new(
-            self._provider.submit(request, pingback.url),
+            submitted.task_id,
             request,
             pingback.nonce,
             owner,
             forward_url,
+            provider_account=submitted.account_id,
         )
         try:
             outcome = self._record(task)

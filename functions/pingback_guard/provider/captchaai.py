@@ -40,6 +40,7 @@ from pingback_guard.provider.answers import (
     classify_part,
     ready,
 )
+from pingback_guard.provider.client import ThreadUsage
 
 PLAIN_CODE = re.compile(r"[A-Z0-9_: ]{1,64}")
 
@@ -58,18 +59,6 @@ class Reply(NamedTuple):
     status: int
     answer: Any
     user_agent: str | None = None
-
-
-@dataclass(frozen=True)
-class ThreadUsage:
-    """res.php ``threadsinfo``: the plan's threads and how many are solving now."""
-
-    threads: int
-    working_threads: int
-
-    @property
-    def is_full(self) -> bool:
-        return self.working_threads >= self.threads
 
 
 @dataclass(frozen=True)

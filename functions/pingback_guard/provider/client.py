@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from pingback_guard.domain.task import CaptchaRequest
 from pingback_guard.provider.answers import ProviderAnswer
+
+
+@dataclass(frozen=True)
+class ThreadUsage:
+    """res.php ``threadsinfo``: the plan's threads and how many are solving now."""
+
+    threads: int
+    working_threads: int
+
+    @property
+    def is_full(self) -> bool:
+        return self.working_threads >= self.threads
 
 
 class ProviderClient(Protocol):
@@ -20,3 +33,8 @@ class ProviderClient(Protocol):
         """reportgood / reportbad for a solved task."""
 
     def balance(self) -> float: ...
+
+
+class ThreadsReader(Protocol):
+    def threads_info(self) -> ThreadUsage:
+        """res.php ``threadsinfo``: the account's thread cap and the threads solving now."""

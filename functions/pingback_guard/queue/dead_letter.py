@@ -57,6 +57,7 @@ def encode_message(write: DeadLetter, reason: str) -> str:
             "nonce": write.nonce,
             "owner": write.owner,
             "forward_url": write.forward_url,
+            **({"provider_account": write.provider_account} if write.provider_account else {}),
         }
     return json.dumps({**body, "reason": reason}, separators=(",", ":"))
 
@@ -75,6 +76,7 @@ def decode_message(body: str) -> DeadLetter:
                 nonce=_optional_text(document.get("nonce")),
                 owner=_optional_text(document.get("owner")),
                 forward_url=_optional_text(document.get("forward_url")),
+                provider_account=_optional_text(document.get("provider_account")),
             )
         return TaskResult(
             task_id=task_id,

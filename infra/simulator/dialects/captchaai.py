@@ -16,7 +16,8 @@ client.py, helpers/image.py, helpers/params.py) with CaptchaAI's API docs
   CaptchaAI's migration guides map hCaptcha tasks to (https://blog.captchaai.com/migrate-nextcaptcha-to-captchaai).
 - ``cloudflare_challenge``: ``pageurl`` with ``proxy`` + ``proxytype``, no site key; the
   cf_clearance value in ``result`` with ``user_agent``.
-- ``geetest``: ``gt``, ``challenge``, ``pageurl``; a JSON object in ``request``.
+- ``geetest``: ``gt``, ``challenge``, ``pageurl``; v4 as ``version=4`` with the captcha id in ``gt``
+  (https://blog.captchaai.com/captchaai-api-quick-reference-card); a JSON object in ``request``.
 - ``captchafox``: ``sitekey``, ``pageurl``, proxy required; a token in ``request`` with
   ``user_agent``.
 - ``friendly_captcha``: ``sitekey``, ``pageurl``, ``version`` ``v1``/``v2``; a token.

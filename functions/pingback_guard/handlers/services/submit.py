@@ -25,14 +25,14 @@ from pingback_guard.wake.poller import LambdaPollerWaker
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
-    from pingback_guard.provider.client import ProviderClient
+    from pingback_guard.logic.accounts import ProviderAccounts
 
 
 def submit_service(
     settings: SubmitSettings,
     pingbacks: PingbackIssuer,
     dynamodb: DynamoDBClient,
-    provider: ProviderClient,
+    provider: ProviderAccounts,
 ) -> SubmitService:
     return SubmitService(
         DynamoDbTaskStore(dynamodb, settings.table),

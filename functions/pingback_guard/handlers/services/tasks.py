@@ -9,22 +9,23 @@ from pingback_guard.data.poller_state import DynamoDbPollerState
 from pingback_guard.logic.get_task import PollerWatch, ReadThroughPolicy, TaskQuery
 from pingback_guard.logic.poll_schedule import CheckSchedule, SolveTimes
 from pingback_guard.logic.report import ReportService
-from pingback_guard.provider.configured_client import ProviderOnFirstUse, single_attempt_client
+from pingback_guard.provider.configured_client import accounts_on_first_use
 from pingback_guard.settings.table import TableSettings
 from pingback_guard.settings.worker_tasks import GetTaskSettings
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
-    from pingback_guard.provider.client import ProviderClient
+    from pingback_guard.logic.accounts import ProviderAccounts
 
 
 def task_query(settings: GetTaskSettings, dynamodb: DynamoDBClient) -> TaskQuery:
     return TaskQuery(
         DynamoDbTaskStore(dynamodb, settings.table),
         # One attempt: a worker is waiting on this answer, and its next GET is the retry. Made
-        # at the first read-through: most GETs never ask res.php.
-        ProviderOnFirstUse(lambda: single_attempt_client(settings.provider)),
+        # at the first read-through: most GETs never ask res.php. Each task is read through
+        # its own provider account.
+        accounts_on_first_use(settings.provider, single_attempt=True),
         ReadThroughPolicy(
             CheckSchedule(
                 settings.read_through_interval_seconds,
@@ -40,7 +41,7 @@ def task_query(settings: GetTaskSettings, dynamodb: DynamoDBClient) -> TaskQuery
 
 def report_service(
     table: TableSettings,
-    provider: ProviderClient,
+    provider: ProviderAccounts,
     window_seconds: float,
     admin_principal_arn: str,
     dynamodb: DynamoDBClient,
