@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from infra.lambda_context import FakeLambdaContext
+from pingback_guard.logic.accounts import ProviderAccounts
 from tests.fakes import FakeProvider
 from tests.integration.handler_support import (
     TOKEN,
@@ -40,7 +41,7 @@ def report_event(task_id: str, body: str) -> dict[str, Any]:
 def submit_overdue(handlers: Handlers, provider: FakeProvider) -> None:
     """A PENDING task submitted a minute ago: its likely-ready first poll time has passed."""
     submit = handlers.load("submit")
-    handlers.monkeypatch.setattr(submit.service, "_provider", provider)
+    handlers.monkeypatch.setattr(submit.service, "_accounts", ProviderAccounts.single(provider))
     a_minute_ago = replace(submit.service.pending, clock=lambda: time.time() - 60)
     handlers.monkeypatch.setattr(submit.service, "pending", a_minute_ago)
     answer = submit.handler(event("submit_task.json"), FakeLambdaContext())
@@ -54,7 +55,7 @@ class TestReadThrough:
         provider = FakeProvider(answers={TASK: TOKEN})
         submit_overdue(handlers, provider)
         get_task = handlers.load("get_task")
-        handlers.monkeypatch.setattr(get_task.query, "_provider", provider)
+        handlers.monkeypatch.setattr(get_task.query, "_accounts", ProviderAccounts.single(provider))
         answer = get_task.handler(get_event(TASK), FakeLambdaContext())
         view = json.loads(answer["body"])
         assert answer["statusCode"] == 200
@@ -80,7 +81,7 @@ class TestReadThrough:
         provider = FakeProvider()
         submit_overdue(handlers, provider)
         get_task = handlers.load("get_task")
-        handlers.monkeypatch.setattr(get_task.query, "_provider", provider)
+        handlers.monkeypatch.setattr(get_task.query, "_accounts", ProviderAccounts.single(provider))
         for _ in range(3):
             answer = get_task.handler(get_event(TASK), FakeLambdaContext())
             assert json.loads(answer["body"])["status"] == "PENDING"
@@ -94,7 +95,7 @@ class TestReadThrough:
         submit_overdue(handlers, FakeProvider())
         get_task = handlers.load("get_task")
         # The provider client is made at the first read-through: made here to point it away.
-        provider = get_task.query._provider._client()
+        provider = get_task.query._accounts.primary._client()
         handlers.monkeypatch.setattr(provider, "_base_url", "http://127.0.0.1:9")
         answer = get_task.handler(get_event(TASK), FakeLambdaContext())
         assert answer["statusCode"] == 200
@@ -124,7 +125,7 @@ class TestReport:
         self.solved(handlers)
         report = handlers.load("report")
         provider = FakeProvider()
-        handlers.monkeypatch.setattr(report.service, "_provider", provider)
+        handlers.monkeypatch.setattr(report.service, "_accounts", ProviderAccounts.single(provider))
         answer = report.handler(report_event(TASK, '{"correct": false}'), FakeLambdaContext())
         assert (answer["statusCode"], json.loads(answer["body"])) == (
             200,
@@ -150,7 +151,7 @@ class TestReport:
         self.solved(handlers)
         report = handlers.load("report")
         provider = FakeProvider()
-        handlers.monkeypatch.setattr(report.service, "_provider", provider)
+        handlers.monkeypatch.setattr(report.service, "_accounts", ProviderAccounts.single(provider))
         foreign = with_principal(
             report_event(TASK, '{"correct": false}'), "arn:aws:iam::123456789012:user/other"
         )
@@ -178,12 +179,14 @@ class TestReport:
     ) -> None:
         submit = handlers.load("submit")
         handlers.monkeypatch.setattr(
-            submit.service, "_provider", FakeProvider(next_task_id=70000000002)
+            submit.service,
+            "_accounts",
+            ProviderAccounts.single(FakeProvider(next_task_id=70000000002)),
         )
         submit.handler(event("submit_task.json"), FakeLambdaContext())
         report = handlers.load("report")
         provider = FakeProvider()
-        handlers.monkeypatch.setattr(report.service, "_provider", provider)
+        handlers.monkeypatch.setattr(report.service, "_accounts", ProviderAccounts.single(provider))
         answer = report.handler(report_event(task_id, '{"correct": true}'), FakeLambdaContext())
         refusal = json.loads(answer["body"])
         assert (answer["statusCode"], refusal["error"]) == (status, error) and refusal["reason"]
@@ -212,7 +215,7 @@ class TestReport:
         before = handlers.item(TASK)
         report = handlers.load("report")
         provider = FakeProvider()
-        handlers.monkeypatch.setattr(report.service, "_provider", provider)
+        handlers.monkeypatch.setattr(report.service, "_accounts", ProviderAccounts.single(provider))
         answer = report.handler(report_event(task_id, body), FakeLambdaContext())
         document = json.loads(answer["body"])
         assert answer["statusCode"] == 400
@@ -224,8 +227,10 @@ class TestReport:
     def test_an_unreachable_provider_leaves_nothing_claimed(self, handlers: Handlers) -> None:
         self.solved(handlers)
         report = handlers.load("report")
-        handlers.monkeypatch.setattr(report.service._provider, "_base_url", "http://127.0.0.1:9")
-        handlers.monkeypatch.setattr(report.service._provider, "_sleep", lambda _: None)
+        handlers.monkeypatch.setattr(
+            report.service._accounts.primary, "_base_url", "http://127.0.0.1:9"
+        )
+        handlers.monkeypatch.setattr(report.service._accounts.primary, "_sleep", lambda _: None)
         answer = report.handler(report_event(TASK, '{"correct": false}'), FakeLambdaContext())
         assert answer["statusCode"] == 503
         assert json.loads(answer["body"])["error"] == "provider_unavailable"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import time
 from dataclasses import replace
 from typing import Any, NoReturn
@@ -17,6 +18,7 @@ from infra.local.cloudwatch.alarms import MetricKey
 from pingback_guard.domain.errors import ProviderRejectedError
 from pingback_guard.domain.lease import PollerStart
 from pingback_guard.domain.task import CaptchaRequest
+from pingback_guard.logic.accounts import ProviderAccounts
 from tests.fakes import FakeProvider
 from tests.integration.handler_support import (
     API_KEY,
@@ -210,14 +212,14 @@ class TestPoller:
     def test_scheduled_sweep_recovers_a_missed_callback(self, handlers: Handlers) -> None:
         submit = handlers.load("submit")
         fake = FakeProvider(answers={"70000000001": TOKEN})
-        handlers.monkeypatch.setattr(submit.service, "_provider", fake)
+        handlers.monkeypatch.setattr(submit.service, "_accounts", ProviderAccounts.single(fake))
         due_at_once = replace(submit.service.pending, callback_timeout_seconds=0)
         handlers.monkeypatch.setattr(submit.service, "pending", due_at_once)
         for _ in range(2):
             submit.handler(event("submit_task.json"), FakeLambdaContext())
         handlers.monkeypatch.setenv("POLLER_RUN_SECONDS", "0")  # one sweep, not a minute of them
         poller = handlers.load("poller")
-        handlers.monkeypatch.setattr(poller.service, "_provider", fake)
+        handlers.monkeypatch.setattr(poller.service, "_accounts", ProviderAccounts.single(fake))
         # Past the template's ExpectedSolveSeconds (25 s): both are likely ready.
         handlers.monkeypatch.setattr(poller.service, "_clock", lambda: time.time() + 26)
         summary = poller.handler(event("scheduled_event.json"), FakeLambdaContext())
@@ -235,14 +237,14 @@ class TestPoller:
         # Given one task whose result is ready and a run of two sweeps
         submit = handlers.load("submit")
         fake = FakeProvider(answers={"70000000001": TOKEN})
-        handlers.monkeypatch.setattr(submit.service, "_provider", fake)
+        handlers.monkeypatch.setattr(submit.service, "_accounts", ProviderAccounts.single(fake))
         due_at_once = replace(submit.service.pending, callback_timeout_seconds=0)
         handlers.monkeypatch.setattr(submit.service, "pending", due_at_once)
         submit.handler(event("submit_task.json"), FakeLambdaContext())
         handlers.output()
         handlers.monkeypatch.setenv("POLLER_RUN_SECONDS", "50")
         poller = handlers.load("poller")
-        handlers.monkeypatch.setattr(poller.service, "_provider", fake)
+        handlers.monkeypatch.setattr(poller.service, "_accounts", ProviderAccounts.single(fake))
         later = time.time() + 26
         handlers.monkeypatch.setattr(poller.service, "_clock", lambda: later)
         between_sweeps: list[dict[str, float]] = []
@@ -294,7 +296,7 @@ class TestPoller:
             ]
 
         key = MetricKey.of(
-            "PingbackGuard",
+            os.environ["POWERTOOLS_METRICS_NAMESPACE"],  # the template's, for this stack
             "PollerScheduledRuns",
             function_name=context.function_name,
             service="pingback-guard",
@@ -318,7 +320,7 @@ class TestSubmit:
     def test_submit_records_pending_with_this_stacks_pingback_url(self, handlers: Handlers) -> None:
         module = handlers.load("submit")
         fake = FakeProvider()
-        handlers.monkeypatch.setattr(module.service, "_provider", fake)
+        handlers.monkeypatch.setattr(module.service, "_accounts", ProviderAccounts.single(fake))
         answer = module.handler(event("submit_task.json"), FakeLambdaContext())
         assert answer["statusCode"] == 202
         task_id = json.loads(answer["body"])["task_id"]
@@ -335,7 +337,9 @@ class TestSubmit:
     ) -> None:
         with table_writes_failing():
             module = handlers.load("submit")
-        handlers.monkeypatch.setattr(module.service, "_provider", FakeProvider())
+        handlers.monkeypatch.setattr(
+            module.service, "_accounts", ProviderAccounts.single(FakeProvider())
+        )
         handlers.monkeypatch.setattr(module.service, "_sleep", lambda _: None)
         answer = module.handler(event("submit_task.json"), FakeLambdaContext())
         assert answer["statusCode"] == 202
@@ -349,8 +353,10 @@ class TestSubmit:
         module = handlers.load("submit")
         handlers.monkeypatch.setattr(
             module.service,
-            "_provider",
-            FakeProvider(failure=lambda: ProviderRejectedError("in.php: ERROR_PAGEURL")),
+            "_accounts",
+            ProviderAccounts.single(
+                FakeProvider(failure=lambda: ProviderRejectedError("in.php: ERROR_PAGEURL"))
+            ),
         )
         answer = module.handler(event("submit_task.json"), FakeLambdaContext())
         assert answer["statusCode"] == 422 and "ERROR_PAGEURL" in answer["body"]
@@ -366,11 +372,13 @@ class TestSubmit:
         self, handlers: Handlers
     ) -> None:
         module = handlers.load("submit")
-        handlers.monkeypatch.setattr(module.service._provider, "_base_url", "http://127.0.0.1:9")
-        handlers.monkeypatch.setattr(module.service._provider, "_sleep", lambda _: None)
+        handlers.monkeypatch.setattr(
+            module.service._accounts.primary, "_base_url", "http://127.0.0.1:9"
+        )
+        handlers.monkeypatch.setattr(module.service._accounts.primary, "_sleep", lambda _: None)
         answer = module.handler(event("submit_task.json"), FakeLambdaContext())
         assert answer["statusCode"] == 503
-        assert module.service._provider._api_key() == API_KEY
+        assert module.service._accounts.primary._api_key() == API_KEY
 
 
 class TestGetTask:
@@ -412,7 +420,7 @@ class TestSubmitImages:
     def test_an_image_is_sent_and_never_kept_or_logged(self, handlers: Handlers) -> None:
         module = handlers.load("submit")
         fake = FakeProvider()
-        handlers.monkeypatch.setattr(module.service, "_provider", fake)
+        handlers.monkeypatch.setattr(module.service, "_accounts", ProviderAccounts.single(fake))
         answer = module.handler(self.image_event(), FakeLambdaContext())
         assert answer["statusCode"] == 202
         (sent,) = fake.submitted_requests

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from infra.lambda_context import FakeLambdaContext
 from pingback_guard.domain.bounded_json import MAX_JSON_DEPTH
 from pingback_guard.logic import capability
+from pingback_guard.logic.accounts import ProviderAccounts
 from tests.fakes import FakeProvider, nonce_for
 from tests.integration.handler_support import (
     OWNER,
@@ -51,7 +52,7 @@ def submitted(handlers: Handlers) -> tuple[Handler, FakeProvider]:
     """POST /tasks with a fake provider that records the pingback URL of each task."""
     module = handlers.load("submit")
     provider = FakeProvider()
-    module.service._provider = provider
+    module.service._accounts = ProviderAccounts.single(provider)
     return call(module), provider
 
 
@@ -390,7 +391,7 @@ class TestRegistration:
         provider: FakeProvider,
     ) -> None:
         submit_module = handlers.load("submit")
-        submit_module.service._provider = provider
+        submit_module.service._accounts = ProviderAccounts.single(provider)
         future = str(provider.next_task_id)
         # Given another principal's registration of the id the provider hands out next, with
         # a forged result posted through its own URL...
@@ -420,7 +421,7 @@ class TestRegistration:
         self, registrar: Handler, handlers: Handlers, provider: FakeProvider
     ) -> None:
         submit_module = handlers.load("submit")
-        submit_module.service._provider = provider
+        submit_module.service._accounts = ProviderAccounts.single(provider)
         task_id = submit(call(submit_module), OWNER)
         rogue = self.url(registrar, OTHER_OWNER)
         answer = self.put(registrar, task_id, {**REGISTRATION, "pingback_url": rogue}, OTHER_OWNER)
