@@ -47,12 +47,18 @@ SDK_CALLS: dict[str, Callable[[CaptchaAI], SolveResult]] = {
 }
 
 
-def set_sdk_speed(monkeypatch: pytest.MonkeyPatch, sdk_seconds_per_real_second: float) -> None:
-    """The SDK's client module sleeps on a clock this many times faster than the real one."""
-    clock = types.SimpleNamespace(
-        sleep=lambda seconds: time.sleep(seconds / sdk_seconds_per_real_second)
-    )
-    monkeypatch.setattr(captchaai.client, "time", clock)
+def sdk_clock_at(monkeypatch: pytest.MonkeyPatch, speed: float) -> Callable[[float], None]:
+    """The SDK's client module sleeps on a clock ``speed`` times faster than the real one; the
+    returned call sets another speed."""
+
+    def set_speed(sdk_seconds_per_real_second: float) -> None:
+        clock = types.SimpleNamespace(
+            sleep=lambda seconds: time.sleep(seconds / sdk_seconds_per_real_second)
+        )
+        monkeypatch.setattr(captchaai.client, "time", clock)
+
+    set_speed(speed)
+    return set_speed
 
 
 def expected_solution(type_name: str, code: str) -> object:

@@ -4,11 +4,13 @@ fixture template's (`local_stack`), or the project's template against the Captch
 
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from infra.local import LocalOptions, LocalStack
+from infra.local.runtime.moto_process import MotoEndpoint, MotoServer
 from infra.project_template import TEMPLATE_PATH
 from infra.simulator import Simulator, SimulatorConfig
 from tests.local.support import FIXTURE_TEMPLATE, LEAK_SENTINEL, PROVIDER_API_KEY, child_pids
@@ -69,3 +71,13 @@ def stack(
     )
     with LocalStack(options) as running:
         yield running
+
+
+@pytest.fixture
+def moto(tmp_path: Path) -> Iterator[MotoEndpoint]:
+    """A moto server of its own, for a test that deploys without a whole local stack."""
+    server = MotoServer(0, tmp_path / "moto.log")
+    try:
+        yield server.start()
+    finally:
+        server.stop()

@@ -30,7 +30,7 @@ from tests.captchaai_sdk import (
     PADDING,
     SDK_CALLS,
     expected_solution,
-    set_sdk_speed,
+    sdk_clock_at,
 )
 from tests.local.support import QUICK_SOLVES
 from tests.waiting import run_at_once
@@ -63,15 +63,9 @@ BURST_SDK_SPEED = 4.0
 BY_RES_PHP = {"poll", "read_through"}
 
 
-@pytest.fixture
-def sdk_clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
-    """The SDK's client module sleeps on a clock `speed` times faster than the real one."""
-
-    def set_speed(speed: float) -> None:
-        set_sdk_speed(monkeypatch, speed)
-
-    set_speed(SDK_SECONDS_PER_REAL_SECOND)
-    return set_speed
+@pytest.fixture(name="sdk_clock")
+def fast_sdk_clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
+    return sdk_clock_at(monkeypatch, SDK_SECONDS_PER_REAL_SECOND)
 
 
 @pytest.fixture

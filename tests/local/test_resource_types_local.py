@@ -3,7 +3,6 @@ by API) or modelled by a part of it, and the start says which, once; a type that
 a start-up error, never a stack quietly running without it (issue 41)."""
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,22 +10,13 @@ import pytest
 from infra.local.cloudformation.deploy import deploy_stack
 from infra.local.cloudformation.template import SamTemplate, TemplateError
 from infra.local.runtime.aws import AwsEndpoint
-from infra.local.runtime.moto_process import MotoEndpoint, MotoServer
+from infra.local.runtime.moto_process import MotoEndpoint
 from infra.project_template import TEMPLATE_PATH
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(120)]
 
 REGION = "us-east-1"
 DEPLOY_LOGGER = "infra.local.cloudformation.deploy"
-
-
-@pytest.fixture
-def moto(tmp_path: Path) -> Iterator[MotoEndpoint]:
-    server = MotoServer(0, tmp_path / "moto.log")
-    try:
-        yield server.start()
-    finally:
-        server.stop()
 
 
 def test_the_projects_types_are_each_created_or_modelled_and_said_so_once(

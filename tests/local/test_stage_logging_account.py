@@ -2,8 +2,6 @@
 CloudWatch role is set in the region (a fresh account, like a fresh moto, has none).
 https://docs.aws.amazon.com/apigateway/latest/developerguide/set-up-logging.html"""
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,22 +15,13 @@ from infra.local.cloudformation.deploy import deploy_stack
 from infra.local.cloudformation.intrinsics import NoResources, Resolver
 from infra.local.cloudformation.template import SamTemplate, TemplateError
 from infra.local.runtime.aws import ACCOUNT_ID, AwsEndpoint
-from infra.local.runtime.moto_process import MotoEndpoint, MotoServer
+from infra.local.runtime.moto_process import MotoEndpoint
 from infra.project_template import TEMPLATE_PATH
 
 pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(120)]
 
 REGION = "eu-west-1"
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/api-gateway-cloudwatch"
-
-
-@pytest.fixture
-def moto(tmp_path: Path) -> Iterator[MotoEndpoint]:
-    server = MotoServer(0, tmp_path / "moto.log")
-    try:
-        yield server.start()
-    finally:
-        server.stop()
 
 
 def _translated(template: SamTemplate, overrides: dict[str, str]) -> tuple[Any, Resolver]:

@@ -27,7 +27,7 @@ from tests.captchaai_sdk import (
     SDK_CALLS,
     SITEKEY,
     expected_solution,
-    set_sdk_speed,
+    sdk_clock_at,
 )
 from tests.simulator.simulator_helpers import FAST_CONFIG, SimulatorClient
 from tests.waiting import run_at_once
@@ -35,15 +35,9 @@ from tests.waiting import run_at_once
 SDK_SECONDS_PER_REAL_SECOND = 100.0
 
 
-@pytest.fixture
-def sdk_clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
-    """The SDK's client module sleeps on a clock `speed` times faster than the real one."""
-
-    def set_speed(speed: float) -> None:
-        set_sdk_speed(monkeypatch, speed)
-
-    set_speed(SDK_SECONDS_PER_REAL_SECOND)
-    return set_speed
+@pytest.fixture(name="sdk_clock")
+def fast_sdk_clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
+    return sdk_clock_at(monkeypatch, SDK_SECONDS_PER_REAL_SECOND)
 
 
 @pytest.fixture
