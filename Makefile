@@ -102,7 +102,7 @@ static-checks: lint typecheck template-check
 # it: by default xdist queues files by their number of tests, most first, and the one-test chaos
 # runs (the longest) would start last.
 suites: $(STAMP) $(DDB_LOCAL_STAMP) $(IAM_EVALUATOR_STAMP)
-	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=40
 
 # Before a first deploy: the account's concurrency limit, the Powertools layer parameter in the
 # target region (AWS_REGION / your AWS config), the provider API key parameter, the alarm e-mail.
