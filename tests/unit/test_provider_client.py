@@ -76,9 +76,11 @@ def client_with(answers: list[Answer], **options: Any) -> tuple[CaptchaAiClient,
         "https://ocr.captchaai.test",
         lambda: API_KEY,
         session=session,
-        sleep=lambda _: None,
-        retry=RetryPolicy(attempts=3, backoff_seconds=0.01),
-        **options,
+        **{
+            "sleep": lambda _: None,
+            "retry": RetryPolicy(attempts=3, backoff_seconds=0.01),
+            **options,
+        },
     )
     return client, transport
 
@@ -325,11 +327,31 @@ class TestCaptchaAiDialect:
         assert client.submit(RECAPTCHA, "https://cb.test") == "77"
         assert transport.fields(1)["action"] == "threadsinfo"
 
-    def test_zero_balance_with_free_threads_is_the_account_s_error(self) -> None:
+    def test_zero_balance_twice_with_free_threads_is_the_account_s_error(self) -> None:
         free = reply({"threads": 5, "working_threads": 1})
-        client, _ = client_with([reply({"status": 0, "request": "ERROR_ZERO_BALANCE"}), free])
+        refused = reply({"status": 0, "request": "ERROR_ZERO_BALANCE"})
+        client, transport = client_with([refused, free, refused, free])
         with pytest.raises(ProviderAccountError, match="ERROR_ZERO_BALANCE"):
             client.submit(RECAPTCHA, "https://cb.test")
+        assert len(transport.sent) == 4
+
+    def test_a_thread_freed_between_the_refusal_and_threadsinfo_is_not_an_account_error(
+        self,
+    ) -> None:
+        # Given a full plan refusing, and a thread that frees before threadsinfo is read
+        freed = reply({"threads": 5, "working_threads": 4})
+        refused = reply({"status": 0, "request": "ERROR_ZERO_BALANCE"})
+        client, _ = client_with([refused, freed, reply({"status": 1, "request": "78"})])
+        # When the submit goes on, Then it is sent again and accepted
+        assert client.submit(RECAPTCHA, "https://cb.test") == "78"
+
+    def test_a_single_attempt_reads_free_threads_as_the_account_s_error_at_once(self) -> None:
+        free = reply({"threads": 5, "working_threads": 1})
+        refused = reply({"status": 0, "request": "ERROR_ZERO_BALANCE"})
+        client, transport = client_with([refused, free], retry=RetryPolicy(attempts=1))
+        with pytest.raises(ProviderAccountError):
+            client.submit(RECAPTCHA, "https://cb.test")
+        assert len(transport.sent) == 2
 
     def test_a_2captcha_account_reads_zero_balance_as_the_account_s_error_at_once(self) -> None:
         client, transport = client_with(

@@ -110,6 +110,7 @@ class CaptchaAiClient:
         }
         upload = form.pop(UPLOADED_FIELD, None) if request.method == "post" else None
         files = {"file": ("captcha", decode_image(upload))} if upload is not None else None
+        free_threads_seen = False
         for attempt in range(self._retry.attempts):
             try:
                 status, answer, _ = self._exchange("POST", "in.php", form, files)
@@ -120,22 +121,31 @@ class CaptchaAiClient:
                 continue
             if status == 1:
                 return self._task_id_from(answer)
-            verdict = self._submit_verdict(str(answer))
+            last = attempt + 1 >= self._retry.attempts
+            verdict, threads_free = self._submit_verdict(
+                str(answer), confirmed=free_threads_seen or last
+            )
+            free_threads_seen = free_threads_seen or threads_free
             if verdict.kind is AnswerKind.RETRYABLE and attempt + 1 < self._retry.attempts:
                 self._sleep(self._retry.delay(attempt, self._rng))
                 continue
             _raise_for(verdict, "in.php")
         raise ProviderRetryableError("in.php: no attempt left")  # pragma: no cover
 
-    def _submit_verdict(self, code: str) -> ProviderAnswer:
+    def _submit_verdict(self, code: str, *, confirmed: bool) -> tuple[ProviderAnswer, bool]:
         """A refused submit's meaning; a code that may mean "plan busy" is decided as the
-        provider's own client decides it, by asking threadsinfo."""
+        provider's own client decides it, by asking threadsinfo. Free threads make it the
+        account's error once ``confirmed`` (a second refusal with free threads, or no attempt
+        left): a thread that frees between the refusal and threadsinfo (every few hundred ms on
+        a busy plan) would otherwise read a busy plan as an account without funds. With the
+        verdict: whether threadsinfo showed a free thread."""
         verdict = classify(code, self._codes)
         if verdict.value not in self._codes.submit_busy_if_threads_full:
-            return verdict
+            return verdict, False
         if self.threads_info().is_full:
-            return ProviderAnswer(AnswerKind.RETRYABLE, verdict.value)
-        return ProviderAnswer(AnswerKind.ACCOUNT, verdict.value)
+            return ProviderAnswer(AnswerKind.RETRYABLE, verdict.value), False
+        kind = AnswerKind.ACCOUNT if confirmed else AnswerKind.RETRYABLE
+        return ProviderAnswer(kind, verdict.value), True
 
     def threads_info(self) -> ThreadUsage:
         """res.php ``threadsinfo`` (POST, as CaptchaAI's SDK asks it): the plan's thread cap and
