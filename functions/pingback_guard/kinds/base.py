@@ -39,6 +39,8 @@ class Kind:
     ``lifetime`` names the TokenLifetimes entry (a template Parameter) of its answers, None when an
     answer has no lifetime of its own (an image's text). ``answer_may_hold_pipe``: res.php joins an
     ``ids=`` batch's answers with '|', so these kinds are polled one id per request.
+    ``answer_may_carry_user_agent``: the provider may send the solver's user agent beside the
+    answer (in res.php's JSON, never in an ``ids=`` batch).
     ``sitekey_field`` is the in.php field the JSON routes' ``sitekey`` stands for.
     ``expected_solve_seconds``: when its answer is likely ready until solve times are learned;
     None for browser kinds, solved in tens of seconds: the template's ExpectedSolveSeconds.
@@ -53,6 +55,7 @@ class Kind:
     parse_answer: AnswerParser = as_text
     sitekey_field: str | None = None
     cross_check: CrossCheck = no_cross_check
+    answer_may_carry_user_agent: bool = False
     by_name: dict[str, Field] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

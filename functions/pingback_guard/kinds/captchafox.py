@@ -21,6 +21,7 @@ KIND = Kind(
         f.SOFT_ID,
     ),
     answer_may_hold_pipe=False,
+    answer_may_carry_user_agent=True,
     lifetime="captchafox",
     expected_solve_seconds=None,
     parse_answer=parse_token,

@@ -35,6 +35,7 @@ KIND = Kind(
         f.SOFT_ID,
     ),
     answer_may_hold_pipe=False,
+    answer_may_carry_user_agent=True,
     lifetime="cloudflare_challenge",
     expected_solve_seconds=None,
     parse_answer=parse_clearance,

@@ -141,6 +141,12 @@ def polled_alone(method: str | None) -> bool:
     return kind is None or kind.answer_may_hold_pipe
 
 
+def may_answer_with_user_agent(method: str | None) -> bool:
+    """Answers that may come with the solver's user agent beside them (res.php's JSON only)."""
+    kind = kind_of(method)
+    return kind is not None and kind.answer_may_carry_user_agent
+
+
 def _largest_request_bytes() -> int:
     """Every field of the largest kind at its bound, with room for JSON quoting and names."""
     return max(sum(spec.max_bytes + 64 for spec in kind.fields) for kind in KINDS) + 1024

@@ -39,7 +39,8 @@ from pingback_guard.domain.task import (
 )
 from pingback_guard.kinds.registry import polled_alone
 from pingback_guard.logic.accounts import ProviderAccounts, UnknownAccountError, as_accounts
-from pingback_guard.logic.poll_accounts import by_account, with_accounts
+from pingback_guard.logic.poll_accounts import with_accounts
+from pingback_guard.logic.poll_batches import batched_requests, with_user_agents_asked_alone
 from pingback_guard.logic.poll_final_writes import FinalWrite, FinalWrites, final_write
 from pingback_guard.logic.poll_schedule import (
     KEEP_SWEEPING_AFTER_WORK_SECONDS,
@@ -298,6 +299,9 @@ class PollerService:
                     asking = False
                 if answers is None:
                     continue
+                read = with_user_agents_asked_alone(batch, answers)
+                queue[:0] = [[task] for task in read.ask_alone]
+                batch, answers = read.settled, read.answers
                 # Settled even out of time: no write starts then, and the tasks stay due.
                 if not self._settle(batch, answers, now, remaining_seconds, report):
                     report.stopped_early = True
@@ -449,20 +453,11 @@ class PollerService:
         return remaining_seconds() - policy.deadline_margin_seconds - policy.slowest_call_seconds
 
     def _requests_for(self, tasks: Sequence[DueTask], now: float) -> list[list[DueTask]]:
-        """ids= batches of the kinds whose answers never hold '|'; every other task alone. The
-        most overdue first, whatever its kind or index shard: a sweep that runs out of time or
-        budget leaves the latest checks for the next one, never the same old tasks again (the
-        soak lost images and GeeTest, asked one id each behind every batch and young check,
-        never checked until the provider had forgotten them)."""
+        """logic/poll_batches.py; one id per request while batching is paused. The soak lost
+        images and GeeTest asked one id each behind every batch and young check, never checked
+        until the provider had forgotten them: the most overdue go first, whatever their kind."""
         size = self._policy.ids_per_request if now >= self._batching_paused_until else 1
-        ordered = sorted(tasks, key=lambda task: task.due_at)
-        batches = [
-            group[start : start + size]
-            for group in by_account(task for task in ordered if not polled_alone(task.method))
-            for start in range(0, len(group), size)
-        ]
-        alone = [[task] for task in ordered if polled_alone(task.method)]
-        return sorted(batches + alone, key=lambda request: request[0].due_at)
+        return batched_requests(tasks, size)
 
     def _deferred(self, task: DueTask, now: float, report: SweepReport) -> bool:
         """A task likely not solved yet, or checked a moment ago by a waiting worker's
