@@ -75,6 +75,15 @@ def expected_alarms(scenario: Scenario) -> list[ExpectedAlarm]:
                 "ProviderAccountErrorAlarm",
             ),
         ]
+        if faults.first_account_down.length > 0:
+            found.append(
+                ExpectedAlarm(
+                    "first account down",
+                    faults.first_account_down.start,
+                    faults.first_account_down.end,
+                    "ProviderThreadsBusyAlarm",
+                )
+            )
     if scenario.async_faults is not None:
         found += [
             ExpectedAlarm(fault, window.start, window.end, failure_queue(function).alarm)
@@ -110,6 +119,11 @@ class AlarmFaultInjector:
             (faults.account_error.start, "account error", lambda: self._balance(False)),
             (faults.account_error.end, "account back", lambda: self._balance(True)),
         ]
+        if faults.first_account_down.length > 0:
+            steps += [
+                (faults.first_account_down.start, "first account down", self._first_down),
+                (faults.first_account_down.end, "first account back", self._first_back),
+            ]
         try:
             for at, what, action in sorted(steps, key=lambda step: step[0]):
                 if stop.wait(max(0.0, started + at - time.time())):
@@ -120,6 +134,7 @@ class AlarmFaultInjector:
             expiry.join()
             self._schedules(True)
             self._balance(True)
+            self._first_back()
 
     def _expire_stale_task(self, started: float, stop: threading.Event) -> None:
         """Register the stale task and fail res.php until a sweep expired it (at most a while:
@@ -207,6 +222,12 @@ class AlarmFaultInjector:
 
     def _balance(self, funded: bool) -> None:
         self._simulator.update_faults(zero_balance=not funded)
+
+    def _first_down(self) -> None:
+        self._simulator.update_faults(zero_balance_accounts=[0])
+
+    def _first_back(self) -> None:
+        self._simulator.update_faults(zero_balance_accounts=[])
 
 
 def settle_alarms(

@@ -54,6 +54,7 @@ def report_document(result: ChaosResult) -> dict[str, Any]:
         "result_events": result.result_events,
         "alarms": result.alarms.to_json() if result.alarms else None,
         "async_invocations": result.async_invocations,
+        "provider_accounts": result.provider_accounts,
     }
 
 
@@ -103,6 +104,7 @@ def summary_text(document: dict[str, Any]) -> str:
     lines.extend(_failure_lines(verdict.get("failures_explained", {})))
     lines.extend(_kind_lines(figures.get("by_kind", {})))
     lines.extend(_workload_lines(document))
+    lines.extend(_account_lines(document))
     lines.append(
         "  token age when a waiting worker (the client) had it: "
         + worker_ages_text(figures.get("token_age_at_worker"))
@@ -203,6 +205,31 @@ def _workload_lines(document: dict[str, Any]) -> list[str]:
         f" worker learned the id of {unanswered.get('tasks', 0)}"
         + (f" (in the table: {in_table})" if in_table else ""),
     ]
+
+
+def _account_lines(document: dict[str, Any]) -> list[str]:
+    """Each provider account against its thread plan, and where submits went while the first
+    refused them (infra.chaos.accounts)."""
+    report = document.get("provider_accounts") or {}
+    if not report:
+        return []
+    accounts = ", ".join(
+        f"{name}: {a['tasks']} tasks, at most {a['peak_solving']} of {a['threads']} threads"
+        for name, a in report["accounts"].items()
+    )
+    plan = report["plan"]
+    lines = [
+        f"  provider accounts: {accounts}; refused for busy threads {plan.get('busy_refused', 0)},"
+        f" queued {plan.get('queued', 0)}; submits the stack refused busy (503, nothing sent)"
+        f" and the worker sent again {document['submits'].get('sent_again', 0)}"
+    ]
+    during = report.get("while_first_down")
+    if during:
+        lines.append(
+            "  while the first account refused submits, tasks by account: "
+            + ", ".join(f"{name} {count}" for name, count in during.items())
+        )
+    return lines
 
 
 def _window(window: dict[str, float]) -> str:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infra.chaos.accounts import accounts_report, stack_account_keys
 from infra.chaos.alarm_check import (
     AlarmFaultInjector,
     AlarmVerdict,
@@ -100,6 +101,7 @@ class ChaosResult:
     alarms: AlarmVerdict | None = None
     async_invocations: dict[str, Any] | None = None
     workload: dict[str, Any] = field(default_factory=dict)
+    provider_accounts: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -133,7 +135,7 @@ class ChaosRun:
         baseline_parts: tuple[Simulator, SeedBaseline] | None = None
         try:
             provider_url = simulator.start()
-            stack = LocalStack(self._stack_options(provider_url, simulator.api_key))
+            stack = LocalStack(self._stack_options(provider_url, simulator.api_keys))
             info = stack.start()
             if self.with_baseline:
                 baseline_parts = self._start_baseline()
@@ -149,10 +151,11 @@ class ChaosRun:
                 stack.stop()
             simulator.stop()
 
-    def _stack_options(self, provider_url: str, api_key: str) -> LocalOptions:
+    def _stack_options(self, provider_url: str, api_keys: list[str]) -> LocalOptions:
         return LocalOptions(
             provider_url=provider_url,
-            provider_api_key=api_key,
+            provider_api_key=api_keys[0],
+            provider_account_keys=stack_account_keys(api_keys),
             time_scale=self.scenario.time_scale,
             parameter_overrides=self.scenario.parameter_overrides(),
             workers_per_function=self.scenario.workers_per_function,
@@ -165,7 +168,10 @@ class ChaosRun:
         )
 
     def _start_baseline(self) -> tuple[Simulator, SeedBaseline]:
-        simulator = Simulator(SimulatorConfig.from_mapping(self.scenario.simulator))
+        # The seed's design has one key and no notion of threads: its plan is left unlimited,
+        # so its losses are its own design's, not a plan's refusals.
+        uncapped = {**self.scenario.simulator, "threads": 1000, "extra_accounts": []}
+        simulator = Simulator(SimulatorConfig.from_mapping(uncapped))
         provider_url = simulator.start()
         baseline = SeedBaseline(
             provider_url,
@@ -454,7 +460,11 @@ class ChaosRun:
                 ),
             },
             baseline=_baseline_report(baseline_parts) if baseline_parts else None,
-            submits={"answers": dict(submits.answers), "errors": dict(submits.errors)},
+            submits={
+                "answers": dict(submits.answers),
+                "errors": dict(submits.errors),
+                "sent_again": submits.sent_again,
+            },
             forged={
                 "answers": dict(self._forgeries.answers),
                 "by_kind": {kind: dict(c) for kind, c in self._forgeries.by_kind.items()},
@@ -467,6 +477,20 @@ class ChaosRun:
             started_at=started,
             duration_seconds=round(time.time() - started, 1),
             result_events=result_events_report(stack, info, items),
+            provider_accounts=self._accounts_report(simulator, truth, started),
+        )
+
+    def _accounts_report(
+        self, simulator: Simulator, truth: list[dict[str, Any]], started: float
+    ) -> dict[str, Any]:
+        config = simulator.config
+        faults = self.scenario.alarm_faults
+        return accounts_report(
+            truth,
+            [config.threads, *(account.threads for account in config.extra_accounts)],
+            simulator.stats()["plan"],
+            faults.first_account_down if faults else None,
+            started,
         )
 
 

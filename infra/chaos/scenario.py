@@ -38,7 +38,10 @@ class AlarmFaults:
     poller_stopped: Window
     """The poller's schedule is disabled."""
     account_error: Window
-    """The provider refuses the account (zero balance) for submits."""
+    """The provider refuses every account (zero balance) for submits."""
+    first_account_down: Window = Window(0, 0)
+    """Only the first provider account refuses submits: the run goes on through the second,
+    whose thread plan alone is too small for the workload (ProviderThreadsBusyAlarm)."""
 
 
 @dataclass(frozen=True)
@@ -170,6 +173,12 @@ def _simulator(seed: int, pingback_timeout: float) -> dict[str, Any]:
     }
 
 
+def _two_accounts(simulator: Mapping[str, Any], threads: int) -> dict[str, Any]:
+    """Two CaptchaAI accounts of ``threads`` threads each: together above the workload's
+    solving peak, one alone below it."""
+    return {**simulator, "threads": threads, "extra_accounts": [{"threads": threads}]}
+
+
 CI = Scenario(
     name="ci",
     tasks=300,
@@ -188,7 +197,8 @@ CI = Scenario(
     poll_every_seconds=5,
     backoff_base_seconds=5,
     backoff_max_seconds=20,
-    simulator=_simulator(20261129, pingback_timeout=2),
+    # 5 submits/s solving 16.5 s on average (the lognormal's mean): about 80 at once.
+    simulator=_two_accounts(_simulator(20261129, pingback_timeout=2), threads=60),
     drain_grace_seconds=30,
 )
 
@@ -201,7 +211,11 @@ DEMO = replace(
     table_down=Window(40, 30),
     dead_letter_down=Window(50, 10),
     retention_seconds=90,
-    simulator={**CI.simulator, "solve_time": {**CI.simulator["solve_time"], "median_seconds": 8}},
+    # 2.5 submits/s solving 11 s on average: about 28 at once.
+    simulator=_two_accounts(
+        {**CI.simulator, "solve_time": {**CI.simulator["solve_time"], "median_seconds": 8}},
+        threads=20,
+    ),
 )
 
 CI_ALARM_FAULTS = AlarmFaults(
@@ -209,6 +223,7 @@ CI_ALARM_FAULTS = AlarmFaults(
     expired_task=Window(2, 8),
     poller_stopped=Window(15, 40),
     account_error=Window(56, 3),
+    first_account_down=Window(40, 15),
 )
 # Each window long enough that the events arriving in its first part fail Lambda's three
 # attempts (at t, t + 5 s and t + 15 s at the runs' time scale) and reach the failure queue.
@@ -223,17 +238,28 @@ DEMO = replace(DEMO, alarm_faults=CI_ALARM_FAULTS, async_faults=CI_ASYNC_FAULTS)
 FULL = replace(CI, name="full", tasks=2000, submit_seconds=120)
 
 _NO_OUTAGE = Window(0, 0)
+# Shorter than CI's: 60 tasks over 30 s, none solving longer than 30 s, still several of the
+# longest alarm periods (300 s, 25 s at the run's time scale) of traffic for an alarm to misfire.
 CLEAN = replace(
     CI,
     name="clean",
-    tasks=100,
+    tasks=60,
+    submit_seconds=30,
     gateway_down=_NO_OUTAGE,
     table_down=_NO_OUTAGE,
     dead_letter_down=_NO_OUTAGE,
     crash_rate=0.0,
     slow_store_rate=0.0,
     late_pending_rate=0.0,
-    simulator={**CI.simulator, "unsolvable_rate": 0.0, "faults": {}},
+    simulator=_two_accounts(
+        {
+            **CI.simulator,
+            "solve_time": {**CI.simulator["solve_time"], "max_seconds": 30},
+            "unsolvable_rate": 0.0,
+            "faults": {},
+        },
+        threads=1000,
+    ),
     alarm_faults=None,
     async_faults=None,
     attacker=False,

@@ -26,6 +26,9 @@ class SubmitLog:
     accepted: list[str] = field(default_factory=list)
     answers: Counter[int] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
+    sent_again: int = 0
+    """503s without a task id (nothing sent to the provider: its threads were busy, or it could
+    not be asked) that the worker sent again, as the worker client does."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     first_at: float | None = None
     last_at: float | None = None
@@ -37,6 +40,10 @@ class SubmitLog:
             self.last_at = time.time()
             if task_id:
                 self.accepted.append(task_id)
+
+    def again(self) -> None:
+        with self.lock:
+            self.sent_again += 1
 
     def failed(self, reason: str) -> None:
         with self.lock:
@@ -65,7 +72,8 @@ def submit_via_api(
     """Workers submitting the kinds of infra.chaos.kind_mix in its proportions, each retrying
     a refused connection, as any worker would while the API is down.
 
-    A 503 is not retried: it may carry the id of a task the provider already accepted.
+    A 503 with a task id (the provider accepted it, the table did not record it) is not sent
+    again: it would be a second task. One without (nothing sent) is, as the worker client does.
     `on_accepted` hears every task id a submit returned.
     """
     session = local_signed_session()
@@ -88,6 +96,10 @@ def submit_via_api(
                 return
             json_body = answer.headers.get("content-type") == "application/json"
             task_id = (answer.json() if json_body else {}).get("task_id")
+            if answer.status_code == 503 and not task_id and time.monotonic() < give_up:
+                log.again()
+                time.sleep(RETRY_PAUSE_SECONDS)
+                continue
             log.note(answer.status_code, task_id)
             if answer.status_code == 202 and task_id:
                 on_accepted(str(task_id))

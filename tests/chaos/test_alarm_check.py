@@ -42,6 +42,7 @@ def test_every_fault_of_the_ci_run_names_its_alarm() -> None:
         ("expired task", "TaskExpiredAlarm"),
         ("poller stopped", "PollerNotRunningAlarm"),
         ("account error", "ProviderAccountErrorAlarm"),
+        ("first account down", "ProviderThreadsBusyAlarm"),
         ("result consumer crashing", "ResultConsumerFailedAlarm"),
         ("forward target down", "PingbackForwardFailedAlarm"),
         ("poller failing", "PollerFailedEventsAlarm"),

@@ -80,3 +80,11 @@ def test_ci_chaos_run_loses_nothing_and_stores_every_result_once(tmp_path: Path)
     assert alarms.not_raised == [], alarms.raised
     assert alarms.still_in_alarm == []
     assert alarms.notifications >= 2 * len(alarms.raised)
+    # The two provider accounts' thread plans: never more solving than a plan holds; while the
+    # first refused every submit, the run went on through the second alone (too small for the
+    # workload: ProviderThreadsBusyAlarm is among those raised above).
+    accounts = result.provider_accounts
+    for account in accounts["accounts"].values():
+        assert 0 < account["peak_solving"] <= account["threads"], accounts
+    assert accounts["while_first_down"]["1"] == 0 < accounts["while_first_down"]["2"], accounts
+    assert "ProviderThreadsBusyAlarm" in [raised["alarm"] for raised in alarms.raised]
