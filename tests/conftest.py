@@ -26,14 +26,16 @@ _INTEGRATION_SUITE = Path(__file__).parent / "integration"
 
 
 def _longest_first(item: pytest.Item) -> int:
-    """Chaos runs, then the local-stack modules, then the moto and DynamoDB Local suites, then the
-    rest: `make test` spreads test files over its workers in this order, so the longest start
-    first and none finishes alone."""
+    """Chaos runs, then the files marked long_running, then the local-stack modules, then the
+    moto and DynamoDB Local suites, then the rest: `make test` spreads test files over its
+    workers in this order, so the longest start first and none finishes alone."""
     if item.get_closest_marker("chaos"):
         return 0
-    if item.get_closest_marker("local_stack"):
+    if item.get_closest_marker("long_running"):
         return 1
-    return 2 if item.path.is_relative_to(_INTEGRATION_SUITE) else 3
+    if item.get_closest_marker("local_stack"):
+        return 2
+    return 3 if item.path.is_relative_to(_INTEGRATION_SUITE) else 4
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -2,7 +2,7 @@
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -43,3 +43,28 @@ def run_at_once[T](count: int, call: Callable[[], T], timeout: float = 30) -> li
     if len(results) != count:
         raise AssertionError(f"only {len(results)} of {count} threads finished in {timeout}s")
     return results
+
+
+def each_at_once[T](items: Sequence[T], check: Callable[[T], None], timeout: float = 30) -> None:
+    """Runs `check` for every item on a thread of its own, all released together; fails the
+    test naming each item whose check raised or did not finish within `timeout`, with why."""
+    barrier = threading.Barrier(len(items))
+    failures: dict[int, str] = {}
+
+    def run(index: int) -> None:
+        barrier.wait()
+        try:
+            check(items[index])
+        except BaseException as error:
+            failures[index] = f"{type(error).__name__}: {error}"
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(len(items))]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + timeout
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    for index, thread in enumerate(threads):
+        if thread.is_alive():
+            failures.setdefault(index, f"not finished in {timeout} s")
+    assert not failures, "\n".join(f"{items[i]!r}: {why}" for i, why in sorted(failures.items()))

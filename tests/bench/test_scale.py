@@ -20,6 +20,8 @@ from bench.scale_rows import (
     scale_outcome,
 )
 
+pytestmark = pytest.mark.long_running
+
 
 def row(**changes: object) -> Row:
     held = Row(

@@ -44,7 +44,7 @@ from tests.local.support import QUICK_SOLVES
 from tests.twocaptcha_sdk import ReadmeExample, RecordingApiClient, StrictApiClient, readme_examples
 from tests.waiting import wait_until
 
-pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.local_stack, pytest.mark.long_running, pytest.mark.timeout(600)]
 
 # 2captcha's SDK speaks 2captcha's dialect (GeeTest v4's gt, CaptchaFox's fields, extended
 # answers), and the stack passes its fields through: a 2captcha-speaking provider behind it.
