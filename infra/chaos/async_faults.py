@@ -56,6 +56,11 @@ FAILURE_QUEUES = (
 )
 _OPERATOR_EVERY_SECONDS = 1.0
 _SUBMIT_TIMEOUT_SECONDS = 30.0
+# in.php's "busy" for a key whose threads are all in use, in CaptchaAI's dialect and 2captcha's
+# (functions/pingback_guard/logic/dialects.py): nothing was sent, the submit may be sent again.
+_BUSY_ANSWERS = frozenset({"ERROR_ZERO_BALANCE", "ERROR_NO_SLOT_AVAILABLE"})
+_BUSY_PAUSE_SECONDS = 2.0
+_BUSY_PATIENCE_SECONDS = 30.0
 
 
 def failure_queue(function: str) -> FailureQueue:
@@ -167,6 +172,14 @@ class ForwardedSubmits:
             self._submit(info.api_url, key, target_url)
 
     def _submit(self, api_url: str, key: str, target_url: str) -> None:
+        """Sent again while the key's answer is "busy" (every provider thread in use), as
+        CaptchaAI's SDK does after reading threadsinfo; any other refusal is counted."""
+        give_up = time.monotonic() + _BUSY_PATIENCE_SECONDS
+        while self._submitted_once(api_url, key, target_url) and time.monotonic() < give_up:
+            time.sleep(_BUSY_PAUSE_SECONDS)
+
+    def _submitted_once(self, api_url: str, key: str, target_url: str) -> bool:
+        """One in.php submit; True when the answer was "busy" and nothing was sent."""
         form = {
             "key": key,
             "method": "userrecaptcha",
@@ -180,11 +193,14 @@ class ForwardedSubmits:
             document = answer.json()
         except (requests.RequestException, ValueError) as error:
             self.refused[type(error).__name__] += 1
-            return
+            return False
         if document.get("status") == 1:
             self.accepted.append(str(document["request"]))
-        else:
-            self.refused[str(document.get("request"))] += 1
+            return False
+        if document.get("request") in _BUSY_ANSWERS:
+            return True
+        self.refused[str(document.get("request"))] += 1
+        return False
 
 
 @dataclass

@@ -164,6 +164,9 @@ class ChaosRun:
                 **self.scenario.workers_by_function,
             },
             run_dir=self.out_dir / "stack",
+            # Every worker started before the first fault: the windows are about the faults, not
+            # about cold starts on a machine the run loads.
+            warm_start=True,
             event_duplicate_rate=EVENT_DUPLICATE_RATE,
         )
 

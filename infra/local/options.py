@@ -34,6 +34,10 @@ class LocalOptions:
     """Schedules and SQS visibility timeouts run this many times faster."""
     parameter_overrides: Mapping[str, str] = field(default_factory=dict)
     workers_per_function: int = 2
+    warm_start: bool = False
+    """Start every function's workers with the stack (a function that cannot import is then
+    reported at start), as provisioned concurrency does; default: a worker starts at its first
+    invocation, as Lambda starts a sandbox on demand."""
     workers_by_function: Mapping[str, int] = field(default_factory=dict)
     """Worker processes of the functions named here (logical id), instead of the default."""
     run_dir: Path | None = None

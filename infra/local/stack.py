@@ -459,7 +459,10 @@ class LocalStack(Service):
                 current_faults=self.faults,
                 authorization=authorizations[logical_id],
             )
-        starters = [threading.Thread(target=pool.start) for pool in self._pools.values()]
+        warm = self.options.warm_start
+        starters = [
+            threading.Thread(target=pool.start, args=(warm,)) for pool in self._pools.values()
+        ]
         for starter in starters:
             starter.start()
         for starter in starters:

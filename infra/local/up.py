@@ -104,6 +104,7 @@ def run_up(options: UpOptions, stop: threading.Event) -> None:
             provider_api_key=api_key,
             time_scale=options.time_scale,
             run_dir=options.run_dir,
+            warm_start=True,  # a function that cannot import is reported before the first try
             # A worker's own pingback receiver on this machine gets the results forwarded; the
             # one local user is also the operator (`pingback-guard smoke` runs as the admin).
             parameter_overrides={

@@ -13,7 +13,10 @@ PROJECT_TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 
 def test_project_template_starts_and_every_function_loads(tmp_path: Path) -> None:
     options = LocalOptions(
-        template=PROJECT_TEMPLATE, provider_api_key="local-test-key", run_dir=tmp_path
+        template=PROJECT_TEMPLATE,
+        provider_api_key="local-test-key",
+        run_dir=tmp_path,
+        warm_start=True,  # every function imports at start: an init error is reported here
     )
     with LocalStack(options) as stack:
         ready = stack.ready

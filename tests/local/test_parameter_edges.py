@@ -65,6 +65,7 @@ def test_parameter_edges_deploy_and_run(tmp_path: Path, edge: str) -> None:
         run_dir=tmp_path,
         time_scale=60,
         workers_per_function=1,
+        warm_start=True,  # every function imports at start: an init error is reported here
         stack_name=f"edges-{edge}",
         # PushApiAccessLogs=true (an edge) makes the push stage log: the account needs the role.
         apigateway_cloudwatch_role_arn="arn:aws:iam::123456789012:role/apigateway-cloudwatch",

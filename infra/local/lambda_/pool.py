@@ -315,8 +315,14 @@ class FunctionPool:
         self._invoking_changed = threading.Condition()
         self.stats = PoolStats()
 
-    def start(self) -> None:
-        """Start every slot's worker in parallel; an import error is kept, not raised."""
+    def start(self, warm: bool) -> None:
+        """``warm``: start every slot's worker now, in parallel (an import error is kept, not
+        raised), as provisioned concurrency does. Otherwise a slot's worker starts at the slot's
+        first invocation, as Lambda starts a sandbox (the invocation pays the cold start)."""
+        if not warm:
+            for slot in self._slots:
+                self._idle.put(slot)
+            return
         starters = [threading.Thread(target=self._start_slot, args=(slot,)) for slot in self._slots]
         for starter in starters:
             starter.start()
