@@ -50,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--time-scale", type=float, default=1.0, help="run schedules X times faster")
     serve.add_argument("--parameter-overrides", nargs="*", default=[], metavar="NAME=VALUE")
     serve.add_argument("--workers-per-function", type=int, default=2)
+    serve.add_argument(
+        "--warm-start",
+        action="store_true",
+        help="start every function's workers with the stack (default: at their first invocation)",
+    )
     serve.add_argument("--run-dir", type=Path, help="logs go here (default: a new temp dir)")
     serve.add_argument("--region", default="us-east-1")
     serve.add_argument("--stack-name", default="pingback-guard-local")
@@ -105,6 +110,7 @@ def _serve(arguments: argparse.Namespace, stop_requested: threading.Event) -> No
         time_scale=arguments.time_scale,
         parameter_overrides=_parameter_overrides(arguments.parameter_overrides),
         workers_per_function=arguments.workers_per_function,
+        warm_start=arguments.warm_start,
         run_dir=arguments.run_dir,
         region=arguments.region,
         stack_name=arguments.stack_name,

@@ -34,6 +34,7 @@ def test_serve_prints_one_ready_line_and_stops_everything_on_sigterm(tmp_path: P
         "Flavour=cli",
         "--run-dir",
         str(tmp_path),
+        "--warm-start",  # every worker running, so that SIGTERM has them all to stop
     ]
     process = subprocess.Popen(
         command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
