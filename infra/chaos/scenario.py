@@ -198,8 +198,9 @@ CI = Scenario(
     backoff_base_seconds=5,
     backoff_max_seconds=20,
     # 5 submits/s solving 16.5 s on average (the lognormal's mean): about 80 at once, 40 when a
-    # loaded machine halves the pace: the second account alone fills in the first's outage.
-    simulator=_two_accounts(_simulator(20261129, pingback_timeout=2), threads=30),
+    # loaded machine halves the pace: the second account alone, holding about half of them when
+    # the first stops, fills within the first's 15-s outage either way.
+    simulator=_two_accounts(_simulator(20261129, pingback_timeout=2), threads=40),
     drain_grace_seconds=30,
 )
 
