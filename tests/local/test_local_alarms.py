@@ -20,7 +20,7 @@ from infra.local import LocalOptions, LocalStack
 from infra.local.lambda_.pool import Invocation
 from tests.waiting import wait_until
 
-pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(400)]
+pytestmark = [pytest.mark.local_stack, pytest.mark.long_running, pytest.mark.timeout(400)]
 
 PROJECT_TEMPLATE = Path(__file__).resolve().parents[2] / "template.yaml"
 TIME_SCALE = 12

@@ -14,7 +14,7 @@ from infra.local import LocalStack
 from tests.local.support import QUICK_SOLVES
 from tests.waiting import wait_until
 
-pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(400)]
+pytestmark = [pytest.mark.local_stack, pytest.mark.long_running, pytest.mark.timeout(400)]
 
 ALARM = "ResultEventsPipeStoppedAlarm"
 SIMULATOR = {**QUICK_SOLVES, "seed": 26}

@@ -19,7 +19,7 @@ from pingback_guard.data.due_index import due_shard_of
 from tests.local.support import table_item, task_status
 from tests.waiting import wait_until
 
-pytestmark = [pytest.mark.local_stack, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.local_stack, pytest.mark.long_running, pytest.mark.timeout(300)]
 
 SIMULATOR = {
     "seed": 33,
