@@ -2,6 +2,7 @@
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -39,7 +40,8 @@ def run_at_once[T](count: int, call: Callable[[], T], timeout: float = 30) -> li
     for thread in threads:
         thread.join(timeout)
     if errors:
-        raise AssertionError(f"{len(errors)} of {count} threads raised") from errors[0]
+        kinds = dict(Counter(f"{type(error).__name__}: {error}" for error in errors))
+        raise AssertionError(f"{len(errors)} of {count} threads raised: {kinds}") from errors[0]
     if len(results) != count:
         raise AssertionError(f"only {len(results)} of {count} threads finished in {timeout}s")
     return results
