@@ -15,7 +15,9 @@ runs until every task's result is stored or forgotten.
 Sampled rows: above SIMULATED_RATE tasks a second, a row runs a 1/k slice of the stack (k =
 rate / SIMULATED_RATE): every k-th task, each poller invocation with 1/k of its CPU, of its
 request workers (1/k of its res.php throughput), of its requests per sweep and ids per request;
-the table's, the provider's and the routes' loads counted k times. Each invocation of the slice
+what the whole stack's poller does once whatever its tasks (a sweep's Query of each shard, the
+leases) is 1/k of one in the slice (bench/scale_model.py, CapacityStore); the table's, the
+provider's and the routes' loads counted k times. Each invocation of the slice
 stands for one of the stack, with 1/k of its resources for 1/k of its tasks.
 
 Routes (API Gateway): submits on the task routes; pingbacks through the callback route's token

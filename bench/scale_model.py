@@ -242,19 +242,23 @@ class CapacityStore(InMemoryTaskStore):
         self._clock = clock
         self._shards = due_shards
         self._sample = sample
-        self.requests = 0
+        self.requests = 0.0
         self.written: defaultdict[tuple[str, int], float] = defaultdict(float)
         self.reads: defaultdict[tuple[str, int], float] = defaultdict(float)
         self.item_bytes: dict[str, int] = {}
         self.stored_at: dict[str, float] = {}
 
-    def _charge(self, key: str, units: float, *, index: int = 0, read: bool = False) -> None:
-        """One request on ``key``'s item, and ``index`` due index entries written for it."""
-        self._clock.poller_cpu(WRITE_CPU_SECONDS)
+    def _charge(
+        self, key: str, units: float, *, index: int = 0, read: bool = False, share: float = 1.0
+    ) -> None:
+        """One request on ``key``'s item, and ``index`` due index entries written for it.
+        ``share``: the slice's part of a request the whole stack makes once, whatever its
+        tasks (a lease, a shard's Query), where a task's own request is the slice's whole."""
+        self._clock.poller_cpu(WRITE_CPU_SECONDS * share)
         second = int(self._clock())
-        self.requests += 1
+        self.requests += share
         bucket = self.reads if read else self.written
-        bucket[(TABLE, second)] += units
+        bucket[(TABLE, second)] += units * share
         if index:
             shard = f"due-shard-{due_shard_of(key, self._shards)}"
             self.written[(shard, second)] += index
@@ -313,18 +317,25 @@ class CapacityStore(InMemoryTaskStore):
 
     def _charge_queries(self, entries: int, shards: Collection[int] | None) -> None:
         """One Query a shard the poller reads (DueIndex queries them at once), the entries
-        spread over them."""
+        spread over them: the whole stack's Query, which finds the sample's entries of every
+        slice, is the slice's share of one."""
         read = range(self._shards) if shards is None else sorted(shards)
         second = int(self._clock())
-        per_shard = entries * INDEX_ENTRY_BYTES / max(1, len(read))
+        per_shard = entries * self._sample * INDEX_ENTRY_BYTES / max(1, len(read))
         units = max(1, math.ceil(per_shard / READ_UNIT_BYTES)) / 2
         for shard in read:
-            self._clock.poller_cpu(WRITE_CPU_SECONDS)
-            self.requests += 1
-            self.reads[(f"due-shard-{shard}", second)] += units
+            self._clock.poller_cpu(WRITE_CPU_SECONDS * self._once)
+            self.requests += self._once
+            self.reads[(f"due-shard-{shard}", second)] += units * self._once
+
+    @property
+    def _once(self) -> float:
+        """The slice's share of what the whole stack does once (its poller's sweeps, leases
+        and Queries: the slice runs every one of them, for its 1/sample of the tasks)."""
+        return 1 / self._sample
 
     def acquire_poller_lease(self, holder: str, now: float, until: float) -> PollerLease:
-        self._charge("#poller-lease", 1)
+        self._charge("#poller-lease", 1, share=self._once)
         return super().acquire_poller_lease(holder, now, until)
 
     def release_poller_lease(
@@ -334,32 +345,32 @@ class CapacityStore(InMemoryTaskStore):
         solve_samples: dict[str, list[float]],
         busy_at: float | None = None,
     ) -> None:
-        self._charge("#poller-lease", 1)
+        self._charge("#poller-lease", 1, share=self._once)
         super().release_poller_lease(holder, now, solve_samples, busy_at)
 
     def claim_poller_succession(self, holder: str, now: float, until: float) -> bool:
-        self._charge("#poller-lease", 1)
+        self._charge("#poller-lease", 1, share=self._once)
         return super().claim_poller_succession(holder, now, until)
 
     def mark_poller_busy(self, holder: str, busy_at: float) -> None:
-        self._charge("#poller-lease", 1)
+        self._charge("#poller-lease", 1, share=self._once)
         super().mark_poller_busy(holder, busy_at)
 
     def acquire_helper_lease(self, group: int, holder: str, now: float, until: float) -> bool:
-        self._charge(f"#poller-helper-{group}", 1)
+        self._charge(f"#poller-helper-{group}", 1, share=self._once)
         return super().acquire_helper_lease(group, holder, now, until)
 
     def record_helper_load(self, group: int, holder: str, load_seconds: float) -> None:
-        self._charge(f"#poller-helper-{group}", 1)
+        self._charge(f"#poller-helper-{group}", 1, share=self._once)
         super().record_helper_load(group, holder, load_seconds)
 
     def release_helper_lease(self, group: int, holder: str, now: float) -> None:
-        self._charge(f"#poller-helper-{group}", 1)
+        self._charge(f"#poller-helper-{group}", 1, share=self._once)
         super().release_helper_lease(group, holder, now)
 
     def live_helpers(self, groups: int, now: float) -> dict[int, HelperLoad]:
         """One read of the groups' lease items (a BatchGetItem in the DynamoDB store)."""
-        self._charge("#poller-helpers", max(1, groups) / 2, read=True)
+        self._charge("#poller-helpers", max(1, groups) / 2, read=True, share=self._once)
         return super().live_helpers(groups, now)
 
     def forget_finished(self) -> None:

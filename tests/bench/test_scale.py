@@ -8,8 +8,14 @@ import dataclasses
 
 import pytest
 
-from bench.scale import alone, default_sizing, one_vcpu, run_row
-from bench.scale_model import PARTITION_WRITE_UNITS, PartitionLoad
+from bench.scale import START, alone, default_sizing, one_vcpu, run_row
+from bench.scale_model import (
+    PARTITION_WRITE_UNITS,
+    WRITE_CPU_SECONDS,
+    CapacityStore,
+    PartitionLoad,
+    SimClock,
+)
 from bench.scale_rows import (
     LAMBDA_ACCOUNT_CONCURRENCY,
     TARGET_RATE,
@@ -110,6 +116,20 @@ def test_a_route_throttle_refuses_past_its_burst_and_refills_at_its_rate() -> No
     assert [bucket.take(0.5) for _ in range(2)] == [True, False]
     assert bucket.take(10.0) and bucket.take(10.0) and bucket.take(10.0)
     assert not bucket.take(10.0)
+
+
+def test_a_slice_pays_its_share_of_what_the_stack_does_once() -> None:
+    """A 1/5 slice runs every sweep of the stack, so a shard's Query and a lease write are a
+    fifth of one in its CPU, requests and read units; a task's own write is the slice's whole."""
+    clock = SimClock(START, vcpu_share=1.0)
+    store = CapacityStore(clock, due_shards=4, sample=5)
+    store.next_due_at(START, START + 60)
+    store.acquire_poller_lease("holder", START, START + 70)
+    assert store.requests == pytest.approx(5 / 5)
+    assert clock.poller_cpu_seconds == pytest.approx(5 * WRITE_CPU_SECONDS / 5)
+    assert store.units[1] == pytest.approx(4 * 0.5 / 5)
+    store.mark_expired("70000000001", START)
+    assert store.requests == pytest.approx(2.0)
 
 
 def test_the_model_runs_the_stacks_services_to_every_tasks_end() -> None:
