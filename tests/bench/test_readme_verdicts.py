@@ -99,6 +99,9 @@ SOURCES: dict[str, Callable[[], Stated]] = {
         "every pingback lost: res.php requests per task"
     ),
     "100 tasks/s, every pingback lost 10 min": scale_row("100", "b", "defaults", "push"),
+    "**300 tasks/s, every pingback lost 10 min": summary(
+        "300 tasks/s, every pingback lost 10 min, defaults"
+    ),
     "tokens `GET` called usable": summary("tokens GET called usable"),
 }
 
