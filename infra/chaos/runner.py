@@ -17,10 +17,12 @@ from infra.chaos.alarm_check import (
     AlarmFaultInjector,
     AlarmVerdict,
     count_notifications,
+    is_clean,
     judge_alarms,
     settle_alarms,
     settle_seconds,
     subscribe_queue_to_alarms,
+    wait_until_up,
 )
 from infra.chaos.async_faults import AsyncFaultRun
 from infra.chaos.baseline import SeedBaseline
@@ -195,6 +197,9 @@ class ChaosRun:
         baseline_parts: tuple[Simulator, SeedBaseline] | None,
     ) -> ChaosResult:
         aws = _AwsView(info)
+        if is_clean(self.scenario):
+            self._progress("waiting for the stack's first scheduled sweep")
+            wait_until_up(stack, settle_seconds(stack.alarms(), self.scenario.time_scale))
         started = time.time() + 1.0
         submits = SubmitLog()
         self._forgeries = ForgeryLog()

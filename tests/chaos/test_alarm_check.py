@@ -85,6 +85,21 @@ def test_any_alarm_in_a_clean_run_fails_it() -> None:
     assert not verdict.passed
 
 
+def test_a_clean_run_is_judged_from_the_moment_the_stack_was_up() -> None:
+    """The runner starts a clean run's clock once the first sweep was counted and no alarm is in
+    ALARM: the not-running alarm a slow first sweep raised before then is the start's, not the
+    run's; the same alarm once the run started fails it."""
+    warm_up = [
+        ("PollerNotRunningAlarm", "INSUFFICIENT_DATA", "ALARM", -12.0),
+        ("PollerNotRunningAlarm", "ALARM", "OK", -3.0),
+    ]
+    verdict = judge_alarms(CLEAN, _report(warm_up, {}), STARTED, notifications=1)
+    assert verdict.fired_in_clean_run == [] and verdict.passed
+    during = [*warm_up, ("PollerNotRunningAlarm", "OK", "ALARM", 30.0)]
+    verdict = judge_alarms(CLEAN, _report(during, {}), STARTED, notifications=2)
+    assert verdict.fired_in_clean_run == ["PollerNotRunningAlarm"]
+
+
 def test_intervals_pair_each_firing_with_its_clearing() -> None:
     history = [
         {"logical_id": "A", "old_state": "OK", "new_state": "ALARM", "at": STARTED + 5},
