@@ -228,26 +228,30 @@ def test_fault_rule_fails_dynamodb_inside_the_worker_until_it_expires(
     local_stack: LocalStack,
 ) -> None:
     url = f"{local_stack.ready.api_url}/items/fault-{uuid.uuid4()}"
-    rule = {
-        "function": "ItemsFunction",
-        "service": "dynamodb",
-        "operation": "UpdateItem",
-        "mode": "unavailable",
-        "until": time.time() + 3,
-    }
-    _control(local_stack, "POST", "faults", [rule])
+
+    def unavailable_for(seconds: float) -> dict[str, object]:
+        return {
+            "function": "ItemsFunction",
+            "service": "dynamodb",
+            "operation": "UpdateItem",
+            "mode": "unavailable",
+            "until": time.time() + seconds,
+        }
+
+    # A rule that outlives make test's slowest request; only the last one is meant to expire.
+    _control(local_stack, "POST", "faults", [unavailable_for(60)])
     try:
         failing = local_stack.ready.signed_session().put(url, data="x", timeout=10)
         assert (failing.status_code, failing.json()) == (503, {"error": "EndpointConnectionError"})
         local_stack.set_faults([FaultRule(mode="throttle", function="ItemsFunction")])
         throttled = local_stack.ready.signed_session().put(url, data="x", timeout=10).json()
         assert throttled == {"error": "ProvisionedThroughputExceededException"}
-        _control(local_stack, "POST", "faults", [rule])
+        _control(local_stack, "POST", "faults", [unavailable_for(3)])
         wait_until(
             lambda: (
                 local_stack.ready.signed_session().put(url, data="x", timeout=10).status_code == 200
             ),
-            timeout=10,
+            timeout=20,
         )
     finally:
         _control(local_stack, "DELETE", "faults")
