@@ -51,7 +51,7 @@ def client(stack: LocalStack) -> Iterator[Client]:
 @pytest.fixture(autouse=True)
 def calm(simulator: Simulator) -> Iterator[None]:
     yield
-    simulator.update_faults(pingback_drop_rate=0.0)
+    simulator.update_faults(pingback_drop_rate=0.0, res_5xx_rate=0.0)
 
 
 def truth(simulator: Simulator, task_id: str) -> dict[str, Any]:
@@ -96,10 +96,16 @@ def test_the_async_client_solves_several_tasks_at_once(
     assert all(token == truth(simulator, task_id)["code"] for task_id, token in solved)
 
 
-def test_wait_times_out_before_the_provider_finishes(client: Client) -> None:
+def test_wait_times_out_while_the_result_has_not_reached_the_stack(
+    client: Client, simulator: Simulator
+) -> None:
+    # The provider solves in 1-2 s, sooner than a loaded machine returns a submit: until the
+    # first wait is over, neither the pingback nor res.php tells the stack the result.
+    simulator.update_faults(pingback_drop_rate=1.0, res_5xx_rate=1.0)
     task_id = client.submit("userrecaptcha", SITEKEY, PAGE_URL)
     with pytest.raises(WaitTimeout):
         client.wait(task_id, timeout=0.3)
+    simulator.update_faults(res_5xx_rate=0.0)
     assert client.wait(task_id, timeout=60).task_id == task_id
 
 
