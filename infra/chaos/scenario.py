@@ -252,9 +252,7 @@ DEMO = replace(
     DEMO,
     alarm_faults=CI_ALARM_FAULTS,
     async_faults=replace(
-        CI_ASYNC_FAULTS,
-        consumer_crash=Window(20, 20),
-        forward_target_down=Window(20, 30),
+        CI_ASYNC_FAULTS, consumer_crash=Window(20, 20), forward_target_down=Window(20, 30)
     ),
 )
 
