@@ -13,6 +13,10 @@ table takes (seconds at 10,000 items on a busy machine). And an UpdateItem repla
 an updated copy instead of changing it in place: moto changed the very object a Query was reading,
 so the due index once returned an item whose `due_at` the poller had just removed (a KeyError in
 the soak), which DynamoDB never does (every read sees an item whole, before or after a write).
+The copy is made and updated on a detached view of the table and only then put in place: an
+UpdateItem that creates its item first stored the key alone, so a Scan of CI's loaded run saw an
+item without the attribute the update was setting, and the stream got two INSERT records (the
+bare key, then the item) where DynamoDB writes one.
 
 Atomicity is per item, as in DynamoDB: a write holds the lock of its item's partition key (one of
 64 striped locks), not one lock for the whole backend. With one lock, every write of the local
@@ -38,6 +42,7 @@ ITEM_WRITE_METHODS = ("put_item", "update_item", "delete_item")
 LOCK_STRIPES = 64
 _item_locks = tuple(threading.RLock() for _ in range(LOCK_STRIPES))
 _stream_lock = threading.Lock()
+_detached = threading.local()
 _MARK = "_pingback_guard_atomic"
 
 
@@ -57,11 +62,15 @@ def make_dynamodb_writes_atomic() -> None:
         if getattr(original, _MARK, False):
             continue
         if name == "update_item":
-            original = _copy_on_write(original)
+            original = _update_detached(original)
         setattr(DynamoDBBackend, name, _one_write_per_item(original))
     if not getattr(DynamoDBBackend.transact_write_items, _MARK, False):
         DynamoDBBackend.transact_write_items = _holding(  # type: ignore[method-assign]
             _item_locks, DynamoDBBackend.transact_write_items
+        )
+    if not getattr(DynamoDBBackend.get_table, _MARK, False):
+        DynamoDBBackend.get_table = _detached_view_first(  # type: ignore[method-assign]
+            DynamoDBBackend.get_table
         )
     if not getattr(StreamShard.add, _MARK, False):
         StreamShard.add = _holding((_stream_lock,), StreamShard.add)  # type: ignore[method-assign]
@@ -108,21 +117,54 @@ def _holding(
     return locked
 
 
-def _copy_on_write(update_item: Callable[..., Any]) -> Callable[..., Any]:
+def _update_detached(update_item: Callable[..., Any]) -> Callable[..., Any]:
+    """UpdateItem run by moto on a view of the table holding a copy of the item alone, its
+    result put in place in one step with one stream record (``get_table`` answers the view to
+    the thread running the update)."""
     from moto.dynamodb.models.dynamo_type import DynamoType
 
     @functools.wraps(update_item)
-    def update_a_copy(backend: Any, table_name: str, key: Any, *args: Any, **kwargs: Any) -> Any:
+    def update_detached(backend: Any, table_name: str, key: Any, *args: Any, **kwargs: Any) -> Any:
         table = backend.get_table(table_name)
-        if isinstance(key, dict) and table.hash_key_attr in key:
-            items, position = table.items, DynamoType(key[table.hash_key_attr])
-            if table.range_key_attr in key:
-                items, position = items.get(position, {}), DynamoType(key[table.range_key_attr])
-            if position in items:
-                items[position] = copy.deepcopy(items[position])
-        return update_item(backend, table_name, key, *args, **kwargs)
+        if not (isinstance(key, dict) and table.hash_key_attr in key):
+            return update_item(backend, table_name, key, *args, **kwargs)
+        if table.range_key_attr is not None and table.range_key_attr not in key:
+            return update_item(backend, table_name, key, *args, **kwargs)
+        hash_value = DynamoType(key[table.hash_key_attr])
+        range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+        before = table.get_item(hash_value, range_value)
+        view = copy.copy(table)
+        view.items, view.stream_shard = SnapshotItems(dict), None
+        if before is not None:
+            _place(view, hash_value, range_value, copy.deepcopy(before))
+        _detached.views = {table_name: view}
+        try:
+            item = update_item(backend, table_name, key, *args, **kwargs)
+        finally:
+            _detached.views = {}
+        _place(table, hash_value, range_value, item)
+        if table.stream_shard is not None:
+            table.stream_shard.add(before, item)
+        return item
 
-    return update_a_copy
+    return update_detached
+
+
+def _place(table: Any, hash_value: Any, range_value: Any, item: Any) -> None:
+    if range_value is None:
+        table.items[hash_value] = item
+    else:
+        table.items[hash_value][range_value] = item
+
+
+def _detached_view_first(get_table: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(get_table)
+    def view_or_table(backend: Any, table_name: str) -> Any:
+        view = getattr(_detached, "views", {}).get(table_name)
+        return view if view is not None else get_table(backend, table_name)
+
+    setattr(view_or_table, _MARK, True)
+    return view_or_table
 
 
 def _with_snapshot_items(init: Callable[..., None]) -> Callable[..., None]:

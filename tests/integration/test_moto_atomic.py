@@ -107,3 +107,63 @@ def test_concurrent_writes_of_different_items_each_get_their_own_stream_record(
     numbers = [record.record["dynamodb"]["SequenceNumber"] for record in shard.items]
     assert len(numbers) == 8 * 40
     assert len(set(numbers)) == len(numbers)
+
+
+def test_an_update_creating_its_item_is_seen_whole_or_not_at_all(
+    dynamodb: Any, monkeypatch: Any
+) -> None:
+    # Given a reader that looks at the table while moto applies an update's expression
+    from moto.dynamodb.parsing.executors import UpdateExpressionExecutor
+
+    seen_mid_update: list[Any] = []
+    execute = UpdateExpressionExecutor.execute
+
+    def execute_and_look(executor: Any, node: Any = None) -> Any:
+        if node is None:
+            seen_mid_update.append(table_backend().tables[TABLE_NAME].items.get(stored_key("9")))
+        return execute(executor, node)
+
+    monkeypatch.setattr(UpdateExpressionExecutor, "execute", execute_and_look)
+
+    # When an UpdateItem creates the item
+    dynamodb.update_item(
+        TableName=TABLE_NAME,
+        Key=key_of("9"),
+        UpdateExpression="SET #s = :s",
+        ExpressionAttributeNames={"#s": "status"},
+        ExpressionAttributeValues={":s": {"S": "SOLVED"}},
+    )
+
+    # Then the reader saw no item (not its key alone), and the table has it whole
+    assert seen_mid_update == [None]
+    assert stored_item("9").attrs["status"].value == "SOLVED"
+
+
+def test_an_update_creating_its_item_writes_one_stream_record(dynamodb: Any) -> None:
+    # Given a table with a stream
+    dynamodb.update_table(
+        TableName=TABLE_NAME,
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    )
+
+    # When an UpdateItem creates an item, and another changes it
+    for status in ("PENDING", "SOLVED"):
+        dynamodb.update_item(
+            TableName=TABLE_NAME,
+            Key=key_of("8"),
+            UpdateExpression="SET #s = :s",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":s": {"S": status}},
+        )
+
+    # Then the stream has one INSERT with the whole item and one MODIFY, as DynamoDB writes them
+    records = [record.record for record in table_backend().get_table(TABLE_NAME).stream_shard.items]
+    assert [record["eventName"] for record in records] == ["INSERT", "MODIFY"]
+    assert records[0]["dynamodb"]["NewImage"]["status"] == {"S": "PENDING"}
+    assert records[1]["dynamodb"]["OldImage"]["status"] == {"S": "PENDING"}
+
+
+def stored_key(task_id: str) -> Any:
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    return DynamoType({"S": task_id})
