@@ -546,6 +546,7 @@ class LocalStack(Service):
                 new_sqs_client=functools.partial(
                     self._mapping_sqs_client, endpoint, specs[source.function]
                 ),
+                runtime_sqs=endpoint.client("sqs"),
                 invoke=self.invoke,
                 time_scale=options.time_scale,
                 region=endpoint.region,

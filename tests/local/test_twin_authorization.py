@@ -420,6 +420,7 @@ def test_a_mapping_refused_at_run_time_invokes_nothing_and_leaves_the_messages(
     poller = QueuePoller(
         source=source,
         new_sqs_client=lambda: authorized_client(endpoint.client("sqs"), "replay", role),
+        runtime_sqs=endpoint.client("sqs"),
         invoke=invoke,
         time_scale=60,
         region=REGION,

@@ -3,8 +3,9 @@
 Like Lambda: messages the function handled are deleted; on a function error nothing is deleted;
 with ReportBatchItemFailures only the messages not listed in `batchItemFailures` are deleted (an
 invalid list fails the whole batch). Undeleted messages come back after the queue's visibility
-timeout (divided by the time scale, passed on each receive) and moto's redrive policy moves them
-to the dead-letter queue once received maxReceiveCount times.
+timeout (divided by the time scale, passed on each receive; renewed while the invocation runs:
+infra.local.sqs.in_flight) and moto's redrive policy moves them to the dead-letter queue once
+received maxReceiveCount times.
 
 The mapping polls with the function's execution role, as on AWS
 (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html, "Setting up Lambda
@@ -30,6 +31,7 @@ from infra.local.lambda_.pool import Invocation, PoolClosed
 from infra.local.lambda_.triggers import QueueSource
 from infra.local.runtime.stats import SharedStats
 from infra.local.runtime.threads import BackgroundThreads
+from infra.local.sqs.in_flight import KeptInvisible
 
 logger = logging.getLogger(__name__)
 
@@ -143,6 +145,7 @@ class QueuePoller:
         *,
         source: QueueSource,
         new_sqs_client: Callable[[], Any],
+        runtime_sqs: Any,
         invoke: Invoker,
         time_scale: float,
         region: str,
@@ -152,6 +155,7 @@ class QueuePoller:
         self.source = source
         self._observer = observer
         self._new_sqs_client = new_sqs_client
+        self._runtime_sqs = runtime_sqs
         self._invoke = invoke
         self._time_scale = time_scale
         self._region = region
@@ -199,9 +203,10 @@ class QueuePoller:
             return
         if self._observer is not None:
             self._observer.received(self.source.queue_url, messages)
-        invocation = self._invoke(
-            self.source.function, sqs_event(messages, self.source.queue_arn, self._region)
-        )
+        with KeptInvisible(self._runtime_sqs, self.source.queue_url, messages, visibility_timeout):
+            invocation = self._invoke(
+                self.source.function, sqs_event(messages, self.source.queue_arn, self._region)
+            )
         handled = set(
             handled_message_ids(
                 [message["MessageId"] for message in messages],
