@@ -470,6 +470,7 @@ class ChaosRun:
             baseline=_baseline_report(baseline_parts) if baseline_parts else None,
             submits={
                 "answers": dict(submits.answers),
+                "with_task_id": dict(submits.with_task_id),
                 "errors": dict(submits.errors),
                 "sent_again": submits.sent_again,
             },

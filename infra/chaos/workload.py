@@ -25,6 +25,8 @@ NO_ANSWER_ERRORS = frozenset({"ReadTimeout", "Timeout", "ChunkedEncodingError"})
 class SubmitLog:
     accepted: list[str] = field(default_factory=list)
     answers: Counter[int] = field(default_factory=Counter)
+    with_task_id: Counter[int] = field(default_factory=Counter)
+    """Answers that carried a task id, by status: a 202, or a 503 after the provider took it."""
     errors: Counter[str] = field(default_factory=Counter)
     sent_again: int = 0
     """503s without a task id (nothing sent to the provider: its threads were busy, or it could
@@ -39,6 +41,7 @@ class SubmitLog:
             self.answers[status] += 1
             self.last_at = time.time()
             if task_id:
+                self.with_task_id[status] += 1
                 self.accepted.append(task_id)
 
     def again(self) -> None:

@@ -22,14 +22,17 @@ def test_ci_chaos_run_loses_nothing_and_stores_every_result_once(tmp_path: Path)
     asynchronous = result.async_invocations
     assert asynchronous is not None
     forwarded = asynchronous["forwarded"]["submitted"]
-    # Every planned submit was answered. A provider task exists for each one accepted (202) and
-    # for each one no worker learned the id of (a 5xx after the provider took it, the forwarded
-    # in.php submits); a refused one (502 during the injected account error, a 503 whose provider
-    # check failed) never became a task.
-    answers = result.submits["answers"]
+    # Every planned submit was answered. A provider task exists for each answer with a task id
+    # (a 202, or a 503 when the provider took it and the table could not record it) and for each
+    # one no worker learned the id of (a 5xx after the provider took it, the forwarded in.php
+    # submits); a refused one (502 during the injected account error, a 503 whose provider check
+    # failed) never became a task.
+    answers, with_task_id = result.submits["answers"], result.submits["with_task_id"]
     assert sum(answers.values()) + sum(result.submits["errors"].values()) == CI.tasks
+    assert with_task_id.get(202, 0) == answers.get(202, 0)
+    assert set(with_task_id) <= {202, 503}
     unlearned = result.figures["unanswered_submits"]["tasks"]
-    assert verdict.tasks == answers.get(202, 0) + unlearned
+    assert verdict.tasks == sum(with_task_id.values()) + unlearned
     assert unlearned >= forwarded
     assert verdict.lost == []
     assert verdict.wrong_code == []
