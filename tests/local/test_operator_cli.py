@@ -90,6 +90,13 @@ def queue_messages(stack: LocalStack, url: str | None) -> int:
     )
 
 
+def in_flight(stack: LocalStack, url: str | None) -> int:
+    attributes = stack.ready.aws_client("sqs").get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessagesNotVisible"])
+
+
 def test_status_counts_pending_and_due_tasks_from_the_index_and_lists_alarms(
     stack: LocalStack, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -174,16 +181,23 @@ def test_task_show_hides_the_token_unless_asked(
 def test_dlq_peek_shows_messages_without_their_token_and_leaves_them(
     stack: LocalStack, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Replay's only worker hangs on its write, so the message is visible again meanwhile.
+    # Replay's only worker hangs on its write with a first message (in flight, as on AWS, for
+    # as long as the invocation runs), so a second one waits in the queue meanwhile.
     stack.set_faults(
         [FaultRule(mode="delay", function="ReplayFunction", service="dynamodb", delay_seconds=60)]
     )
     try:
-        # A well-formed result, so replay reaches the table (a malformed one fails at once).
-        result = TaskResult("31337", TOKEN, DeliveryPath.CALLBACK, time.time())
-        stack.ready.aws_client("sqs").send_message(
-            QueueUrl=stack.ready.dlq_url, MessageBody=encode_message(result, "test")
-        )
+        # Well-formed results, so replay reaches the table (a malformed one fails at once).
+        sqs = stack.ready.aws_client("sqs")
+
+        def dead_letter(task_id: str) -> None:
+            result = TaskResult(task_id, TOKEN, DeliveryPath.CALLBACK, time.time())
+            message = encode_message(result, "test")
+            sqs.send_message(QueueUrl=stack.ready.dlq_url, MessageBody=message)
+
+        dead_letter("31336")
+        wait_until(lambda: in_flight(stack, stack.ready.dlq_url) >= 1, timeout=30)
+        dead_letter("31337")
 
         def peeked() -> str:
             code, out, _ = cli(stack, capsys, "dlq", "peek")
@@ -195,7 +209,6 @@ def test_dlq_peek_shows_messages_without_their_token_and_leaves_them(
         assert "This peek added 1 to the receive count" in " ".join(out.split())
         assert queue_messages(stack, stack.ready.dlq_url) >= 1
         # A message someone else holds is in flight: counted, never shown.
-        sqs = stack.ready.aws_client("sqs")
         wait_until(
             lambda: sqs.receive_message(QueueUrl=stack.ready.dlq_url, VisibilityTimeout=60).get(
                 "Messages"
