@@ -46,7 +46,11 @@ from infra.local.runtime.control import UnknownFunction, control_server
 from infra.local.runtime.faults import FaultRule
 from infra.local.runtime.http_server import LOCALHOST, LocalHttpServer
 from infra.local.runtime.moto_process import MotoServer
-from infra.local.sqs.queue_poller import QueuePoller, refuse_unauthorized_mapping
+from infra.local.sqs.queue_poller import (
+    QueuePoller,
+    refuse_unauthorized_mapping,
+    refuse_visibility_below_timeout,
+)
 from infra.service import Service
 
 logger = logging.getLogger(__name__)
@@ -500,9 +504,18 @@ class LocalStack(Service):
         endpoint: AwsEndpoint,
         specs: Mapping[str, FunctionSpec],
     ) -> list[QueueSource]:
-        """The SQS mappings, each refused as Lambda refuses its creation when the function's
-        role may not poll the queue (before any worker starts)."""
+        """The SQS mappings, each refused as Lambda refuses its creation when the queue's
+        visibility timeout is shorter than the function's timeout or the function's role may not
+        poll the queue (before any worker starts)."""
         sources = queue_sources(stack, functions, endpoint)
+        sqs = endpoint.client("sqs")
+        for source in sources:
+            attributes = sqs.get_queue_attributes(
+                QueueUrl=source.queue_url, AttributeNames=["VisibilityTimeout"]
+            )["Attributes"]
+            refuse_visibility_below_timeout(
+                source, int(attributes["VisibilityTimeout"]), specs[source.function].timeout_seconds
+            )
         services = self._services
         if services is None:
             return sources

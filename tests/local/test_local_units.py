@@ -20,10 +20,10 @@ from infra.local.cloudformation.intrinsics import NoResources, Resolver, Unresol
 from infra.local.cloudformation.template import SamTemplate, TemplateError
 from infra.local.lambda_.pool import Invocation
 from infra.local.lambda_.protocol import Channel, ChannelClosed
-from infra.local.lambda_.triggers import HttpRoute, rate_seconds
+from infra.local.lambda_.triggers import HttpRoute, QueueSource, rate_seconds
 from infra.local.runtime.calls import AwsCall, CallLog
 from infra.local.runtime.faults import FaultRule, InvalidFaultRule
-from infra.local.sqs.queue_poller import handled_message_ids
+from infra.local.sqs.queue_poller import handled_message_ids, refuse_visibility_below_timeout
 from tests.local.support import FIXTURE_TEMPLATE
 
 
@@ -166,6 +166,22 @@ def test_sqs_batches_delete_only_what_the_function_handled() -> None:
     unknown = {"batchItemFailures": [{"itemIdentifier": "other"}]}
     assert handled_message_ids(ids, _invocation(unknown), True) == []
     assert handled_message_ids(ids, _invocation({"batchItemFailures": [{}]}), True) == []
+
+
+def test_a_mapping_is_refused_when_the_queue_hides_a_message_for_less_than_the_function_runs() -> (
+    None
+):
+    source = QueueSource(
+        "WorkerQueueEvent", "Worker", "arn:aws:sqs:us-east-1:1:q", "url", 10, True, None
+    )
+    refuse_visibility_below_timeout(source, 30, 30.0)
+    with pytest.raises(TemplateError) as refused:
+        refuse_visibility_below_timeout(source, 36, 450.0)
+    assert str(refused.value) == (
+        'WorkerQueueEvent: Resource handler returned message: "Invalid request provided: Queue'
+        " visibility timeout: 36 seconds is less than Function timeout: 450 seconds (Service:"
+        ' Lambda, Status Code: 400)"'
+    )
 
 
 def test_fault_rules_validate_match_and_expire() -> None:

@@ -57,6 +57,22 @@ def refuse_unauthorized_mapping(source: QueueSource, authorizer: Authorizer) -> 
             )
 
 
+def refuse_visibility_below_timeout(
+    source: QueueSource, visibility_timeout_seconds: int, function_timeout_seconds: float
+) -> None:
+    """TemplateError, as CloudFormation's, when the queue's visibility timeout is shorter than
+    the function's timeout: Lambda validates it when it creates or updates the mapping
+    (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html). The message is
+    CloudFormation's, as quoted in https://github.com/getlift/lift/issues/388."""
+    if function_timeout_seconds > visibility_timeout_seconds:
+        raise TemplateError(
+            f'{source.logical_id}: Resource handler returned message: "Invalid request provided:'
+            f" Queue visibility timeout: {visibility_timeout_seconds} seconds is less than"
+            f" Function timeout: {function_timeout_seconds:g} seconds (Service: Lambda, Status"
+            f' Code: 400)"'
+        )
+
+
 def sqs_event(messages: Sequence[Mapping[str, Any]], queue_arn: str, region: str) -> dict[str, Any]:
     return {"Records": [_record(message, queue_arn, region) for message in messages]}
 
