@@ -126,10 +126,9 @@ def _update_detached(update_item: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(update_item)
     def update_detached(backend: Any, table_name: str, key: Any, *args: Any, **kwargs: Any) -> Any:
         table = backend.get_table(table_name)
-        if not (isinstance(key, dict) and table.hash_key_attr in key):
-            return update_item(backend, table_name, key, *args, **kwargs)
-        if table.range_key_attr is not None and table.range_key_attr not in key:
-            return update_item(backend, table_name, key, *args, **kwargs)
+        key_names = (table.hash_key_attr, table.range_key_attr or table.hash_key_attr)
+        if not (isinstance(key, dict) and all(name in key for name in key_names)):
+            return update_item(backend, table_name, key, *args, **kwargs)  # moto's own error
         hash_value = DynamoType(key[table.hash_key_attr])
         range_value = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
         before = table.get_item(hash_value, range_value)

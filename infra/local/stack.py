@@ -549,6 +549,7 @@ class LocalStack(Service):
             refusal=None if services is None else services.schedule_refusals(specs),
         )
         self._schedules.start()
+        runtime_sqs = endpoint.client("sqs")
         for source in queues:
             pollers = min(
                 options.workers_per_function,
@@ -559,7 +560,7 @@ class LocalStack(Service):
                 new_sqs_client=functools.partial(
                     self._mapping_sqs_client, endpoint, specs[source.function]
                 ),
-                runtime_sqs=endpoint.client("sqs"),
+                runtime_sqs=runtime_sqs,
                 invoke=self.invoke,
                 time_scale=options.time_scale,
                 region=endpoint.region,

@@ -80,21 +80,23 @@ def put_task(stack: LocalStack, **attributes: Any) -> str:
     return task_id
 
 
-def queue_messages(stack: LocalStack, url: str | None) -> int:
+def visible_and_in_flight(stack: LocalStack, url: str | None) -> tuple[int, int]:
     attributes = stack.ready.aws_client("sqs").get_queue_attributes(
         QueueUrl=url,
         AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
     )["Attributes"]
-    return int(attributes["ApproximateNumberOfMessages"]) + int(
-        attributes["ApproximateNumberOfMessagesNotVisible"]
+    return (
+        int(attributes["ApproximateNumberOfMessages"]),
+        int(attributes["ApproximateNumberOfMessagesNotVisible"]),
     )
 
 
+def queue_messages(stack: LocalStack, url: str | None) -> int:
+    return sum(visible_and_in_flight(stack, url))
+
+
 def in_flight(stack: LocalStack, url: str | None) -> int:
-    attributes = stack.ready.aws_client("sqs").get_queue_attributes(
-        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
-    )["Attributes"]
-    return int(attributes["ApproximateNumberOfMessagesNotVisible"])
+    return visible_and_in_flight(stack, url)[1]
 
 
 def test_status_counts_pending_and_due_tasks_from_the_index_and_lists_alarms(
